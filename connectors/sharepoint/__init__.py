@@ -1,0 +1,13 @@
+"""SharePoint Online connector (Microsoft Graph v1.0, app-only)."""
+
+from connectors.sharepoint.client import DeltaGone, GraphClient, NotFound, parse_retry_after
+from connectors.sharepoint.sync import SharePointConfig, SharePointConnector
+
+__all__ = [
+    "DeltaGone",
+    "GraphClient",
+    "NotFound",
+    "SharePointConfig",
+    "SharePointConnector",
+    "parse_retry_after",
+]

@@ -1,0 +1,173 @@
+"""Domain functions that change retrieval state (do_<verb>_<noun>).
+
+Views, connectors, commands and tasks call these; nothing else writes the
+retrieval tables.  All of them expect an active tenant_context.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from retrieval.contracts import Acl, SourceDocument, normalise_acl
+from retrieval.models import IngestEvent, Source
+from retrieval.permissions import bump_acl_version
+from tenants.context import require_tenant_id
+from tenants.models import ExternalIdentity, Group, GroupMember, Membership, User
+
+PRIORITY_PERMISSIONS = 0
+PRIORITY_DEFAULT = 5
+PRIORITY_BACKFILL = 8
+
+
+def do_create_source(kind: str, name: str, *, config: dict[str, Any] | None = None, authority_tier: int = 2) -> Source:
+    source, _ = Source.objects.get_or_create(
+        name=name, defaults={"kind": kind, "config": config or {}, "authority_tier": authority_tier}
+    )
+    return source
+
+
+def document_payload(doc: SourceDocument) -> dict[str, Any]:
+    data = asdict(doc)
+    data.pop("content")
+    for key in ("created_at", "updated_at"):
+        if isinstance(data[key], datetime):
+            data[key] = data[key].isoformat()
+    data["acl"] = [list(c) for c in doc.acl]
+    return data
+
+
+def document_from_payload(payload: dict[str, Any], content: bytes) -> SourceDocument:
+    data = dict(payload)
+    for key in ("created_at", "updated_at"):
+        if data.get(key):
+            data[key] = datetime.fromisoformat(data[key])
+    data["acl"] = normalise_acl(data.get("acl", []))
+    data["metadata"] = dict(data.get("metadata") or {})
+    return SourceDocument(content=content, **data)
+
+
+def _default_event_id(kind: str, external_id: str, version: int | None, extra: str = "") -> str:
+    raw = f"{kind}\0{external_id}\0{version}\0{extra}"
+    return "auto:" + hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+def _record_event(source: Source, *, event_id: str, kind: str, external_id: str, payload: dict[str, Any],
+                  content: bytes | None, source_version: int | None, priority: int) -> IngestEvent | None:  # fmt: skip
+    """Store the event and queue it after commit; a repeated event id is a no-op (None)."""
+    from retrieval.tasks import enqueue_ingest_event
+
+    try:
+        with transaction.atomic():
+            event = IngestEvent.objects.create(
+                source=source, event_id=event_id, kind=kind, external_id=external_id, payload=payload,
+                content=content, source_version=source_version, priority=priority,
+            )  # fmt: skip
+    except IntegrityError:
+        return None
+    tenant_id = require_tenant_id()
+    transaction.on_commit(lambda: enqueue_ingest_event(tenant_id, event.pk, priority))
+    return event
+
+
+def do_enqueue_document(source: Source, doc: SourceDocument, *, event_id: str | None = None,
+                        priority: int = PRIORITY_DEFAULT) -> IngestEvent | None:  # fmt: skip
+    normalise_acl(doc.acl)  # reject malformed ACLs before anything is stored
+    eid = event_id or _default_event_id(
+        "upsert", doc.external_id, doc.source_version, hashlib.sha256(doc.content).hexdigest()
+    )
+    return _record_event(
+        source, event_id=eid, kind="upsert", external_id=doc.external_id, payload=document_payload(doc),
+        content=doc.content, source_version=doc.source_version, priority=priority,
+    )  # fmt: skip
+
+
+def do_enqueue_delete(source: Source, external_id: str, *, source_version: int | None = None,
+                      event_id: str | None = None) -> IngestEvent | None:  # fmt: skip
+    eid = event_id or _default_event_id("delete", external_id, source_version)
+    return _record_event(
+        source, event_id=eid, kind="delete", external_id=external_id, payload={}, content=None,
+        source_version=source_version, priority=PRIORITY_DEFAULT,
+    )  # fmt: skip
+
+
+def do_enqueue_acl_update(source: Source, external_id: str, acl: Acl, *, source_version: int | None = None,
+                          event_id: str | None = None) -> IngestEvent | None:  # fmt: skip
+    clauses = [list(c) for c in normalise_acl(acl)]
+    eid = event_id or _default_event_id("acl", external_id, source_version, str(clauses))
+    return _record_event(
+        source, event_id=eid, kind="acl", external_id=external_id, payload={"acl": clauses}, content=None,
+        source_version=source_version, priority=PRIORITY_PERMISSIONS,
+    )  # fmt: skip
+
+
+def do_set_group_members(group_principal: str, member_principals: list[str] | tuple[str, ...], *,
+                         display_name: str = "", source_kind: str = "") -> bool:  # fmt: skip
+    """Replace a group's members; returns True when anything changed."""
+    with transaction.atomic():
+        group, created = Group.objects.get_or_create(
+            principal=group_principal, defaults={"display_name": display_name, "source_kind": source_kind}
+        )
+        current = set(GroupMember.objects.filter(group=group).values_list("member_principal", flat=True))
+        wanted = set(member_principals)
+        if current == wanted and not created:
+            return False
+        GroupMember.objects.filter(group=group, member_principal__in=current - wanted).delete()
+        GroupMember.objects.bulk_create(
+            [GroupMember(tenant_id=group.tenant_id, group=group, member_principal=p) for p in sorted(wanted - current)],
+            ignore_conflicts=True,
+        )
+        group.updated_at = timezone.now()
+        group.save(update_fields=["updated_at"])
+        bump_acl_version()
+        return True
+
+
+def do_record_identity(principal: str, *, email: str | None, email_verified: bool, display_name: str = "",
+                       is_guest: bool = False, is_bot: bool = False, deactivated: bool = False) -> ExternalIdentity:  # fmt: skip
+    """Store an external account; map it to a member only on a verified e-mail match on both sides."""
+    tenant_id = require_tenant_id()
+    with transaction.atomic():
+        identity, _ = ExternalIdentity.objects.get_or_create(principal=principal)
+        before = (identity.user_id, identity.deactivated)
+        identity.email = (email or "").strip().lower()
+        identity.email_verified = bool(email and email_verified)
+        identity.display_name = display_name
+        identity.is_guest, identity.is_bot, identity.deactivated = is_guest, is_bot, deactivated
+        if identity.mapped_by != ExternalIdentity.MappedBy.ADMIN:
+            user = None
+            if identity.email_verified and not is_bot:
+                user = (
+                    User.objects.filter(
+                        email__iexact=identity.email, email_verified=True, memberships__tenant_id=tenant_id
+                    ).first()
+                )
+            identity.user = user
+            identity.mapped_by = ExternalIdentity.MappedBy.EMAIL if user else ExternalIdentity.MappedBy.NONE
+        identity.updated_at = timezone.now()
+        identity.save()
+        if (identity.user_id, identity.deactivated) != before:
+            bump_acl_version()
+        return identity
+
+
+def do_map_identity(identity: ExternalIdentity, user: User | None) -> ExternalIdentity:
+    """An admin's explicit mapping (or unmapping, with user=None)."""
+    tenant_id = require_tenant_id()
+    if user is not None and not Membership.objects.filter(tenant_id=tenant_id, user=user).exists():
+        raise ValueError("the user is not a member of this tenant")
+    identity.user = user
+    identity.mapped_by = ExternalIdentity.MappedBy.ADMIN if user else ExternalIdentity.MappedBy.NONE
+    identity.save(update_fields=["user", "mapped_by"])
+    bump_acl_version()
+    return identity
+
+
+def encode_content(content: bytes) -> str:
+    return base64.b64encode(content).decode()

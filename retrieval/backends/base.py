@@ -1,0 +1,45 @@
+"""The index backend interface both legs of retrieval go through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Filters applied inside each leg's query, next to the tenant + ACL filter."""
+
+    sources: tuple[str, ...] = ()  # source systems
+    containers: tuple[str, ...] = ()
+    after: date | None = None  # inclusive, on the document's updated date
+    before: date | None = None  # exclusive
+    exclude_terms: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+    max_authority_tier: int | None = None  # "official only"
+
+
+@dataclass(frozen=True)
+class LegHit:
+    chunk_id: int
+    score: float
+
+
+@dataclass
+class LegResult:
+    hits: list[LegHit]
+    strategy: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class IndexBackend(Protocol):
+    name: str
+
+    def lexical(self, tenant_id: int, acl_set_ids: tuple[int, ...], query: str, filters: SearchFilters,
+                k: int) -> LegResult: ...  # fmt: skip
+
+    def vector(self, tenant_id: int, acl_set_ids: tuple[int, ...], embedding: np.ndarray, filters: SearchFilters,
+               k: int) -> LegResult: ...  # fmt: skip

@@ -1,0 +1,41 @@
+"""Domain functions for tenants, users and memberships."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from tenants.models import ApiToken, Membership, Tenant, User
+
+
+def do_create_tenant(slug: str, name: str) -> Tenant:
+    tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": name})
+    return tenant
+
+
+def do_create_user(username: str, email: str, password: str | None, *, email_verified: bool = False) -> User:
+    with transaction.atomic():
+        user, created = User.objects.get_or_create(
+            username=username, defaults={"email": email.lower(), "email_verified": email_verified}
+        )
+        if created:
+            if password:
+                user.set_password(password)
+            else:
+                user.set_unusable_password()
+            user.save()
+        return user
+
+
+def do_add_member(tenant: Tenant, user: User, *, role: str = Membership.Role.MEMBER) -> Membership:
+    membership, created = Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": role})
+    if not created and membership.role != role:
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+def do_create_api_token(membership: Membership, name: str = "api") -> str:
+    """Create a token and return the clear key (shown once, stored hashed)."""
+    prefix, key = ApiToken.new_key()
+    ApiToken.objects.create(membership=membership, name=name, prefix=prefix, key_hash=ApiToken.hash_key(key))
+    return key

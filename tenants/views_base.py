@@ -1,0 +1,43 @@
+"""The base API view: authenticated, tenant-scoped, one transaction per request."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+from django.http import HttpResponseBase
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from tenants.auth import TenantPrincipal
+from tenants.context import tenant_context
+
+
+class TenantAPIView(APIView):
+    """Every API view that touches tenant data inherits this.
+
+    After DRF authenticated the request, the view body runs inside
+    ``tenant_context`` for the tenant bound to the credential.
+    """
+
+    admin_only = False
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        with ExitStack() as stack:
+            self._tenant_stack = stack
+            return super().dispatch(request, *args, **kwargs)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        principal = request.auth
+        if not isinstance(principal, TenantPrincipal):
+            raise exceptions.NotAuthenticated()
+        if self.admin_only and not principal.is_admin:
+            raise exceptions.PermissionDenied("Tenant admins only.")
+        self._tenant_stack.enter_context(tenant_context(principal.tenant_id))
+
+    @property
+    def principal(self) -> TenantPrincipal:
+        assert isinstance(self.request.auth, TenantPrincipal)
+        return self.request.auth

@@ -1,0 +1,105 @@
+"""Test fixtures: real embedded Postgres/Redis (started by ``python -m cairn.stack test``).
+
+Tests run against committed data in a database the stack created and
+migrated for this run, connected as the non-owner app role; each test makes
+its own tenants with unique names, so nothing needs flushing (the app role
+could not TRUNCATE anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def django_db_setup() -> None:
+    """The stack already created and migrated the test database (as the owner role)."""
+
+
+@pytest.fixture(autouse=True)
+def _db_access(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    with django_db_blocker.unblock():
+        yield
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Cast:
+    """alice, bob, carol in tenant A; mallory in tenant B."""
+
+    tenant_a: Any
+    tenant_b: Any
+    alice: Any
+    bob: Any
+    carol: Any
+    mallory: Any
+    tokens: dict[str, str]
+
+
+@pytest.fixture
+def cast() -> Cast:
+    from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
+
+    a = do_create_tenant(unique("tenant-a"), "Tenant A")
+    b = do_create_tenant(unique("tenant-b"), "Tenant B")
+    users = {}
+    tokens = {}
+    for name, tenant, role in [("alice", a, "admin"), ("bob", a, "member"), ("carol", a, "member"),
+                               ("mallory", b, "admin")]:  # fmt: skip
+        username = unique(name)
+        user = do_create_user(username, f"{username}@example.com", "pw-" + username, email_verified=True)
+        m = do_add_member(tenant, user, role=role)
+        users[name] = user
+        tokens[name] = do_create_api_token(m)
+    return Cast(a, b, users["alice"], users["bob"], users["carol"], users["mallory"], tokens)
+
+
+def ingest_inline(tenant_id: int) -> int:
+    """Apply the tenant's pending ingest events in this process (same code the worker runs)."""
+    from retrieval.tasks import process_pending_inline
+
+    return process_pending_inline(tenant_id)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker process on the embedded broker."""
+    from cairn.celery import app
+
+    log = open(ROOT / "test-artifacts" / "celery-worker.log", "wb") if (ROOT / "test-artifacts").exists() else None
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "cairn", "worker", "-Q", "ingest,permissions,answers", "-c", "1",
+         "--loglevel", "INFO", "-n", f"test-{uuid.uuid4().hex[:6]}@%h"],
+        cwd=ROOT, env=dict(os.environ), stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if app.control.ping(timeout=0.5):
+            break
+        if proc.poll() is not None:
+            raise RuntimeError("celery worker exited during start-up")
+    else:
+        raise RuntimeError("celery worker did not answer a ping within 60 s")
+    yield proc
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)

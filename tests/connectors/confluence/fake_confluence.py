@@ -1,0 +1,215 @@
+"""A fake Confluence Cloud site on 127.0.0.1, serving ``connectors/confluence/fixtures``.
+
+It behaves like the real API where the connector depends on it (see the fixtures
+README): cursor pagination, v1 links relative to ``/wiki``, ``body-format``,
+basic auth, CQL ``lastmodified`` filtering.  It records every request and can
+be told to answer 429 (with a Retry-After) or 500 once for a given path.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+FIXTURES = Path(__file__).resolve().parents[3] / "connectors" / "confluence" / "fixtures"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    query: dict[str, str]
+    status: int
+
+
+class FakeConfluence:
+    def __init__(self, *, email: str = "svc@acme.example", token: str = "tok-123") -> None:
+        self.json: dict[str, Any] = {}
+        self.blobs: dict[str, bytes] = {}
+        for file in FIXTURES.rglob("*"):
+            if not file.is_file() or file.name == "README.md":
+                continue
+            rel = "/" + file.relative_to(FIXTURES).as_posix()
+            if file.suffix == ".json":
+                self.json[rel[: -len(".json")]] = json.loads(file.read_text())
+            else:
+                self.blobs[rel] = file.read_bytes()
+        self.auth = "Basic " + base64.b64encode(f"{email}:{token}".encode()).decode()
+        self.requests: list[Recorded] = []
+        self.throttle_once: dict[str, str] = {}  # path -> Retry-After value
+        self.fail_once: set[str] = set()  # paths answered 500 once
+        self._trash: dict[str, tuple[dict[str, Any], int]] = {}
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeConfluence:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ------------------------------------------------------------ site edits
+
+    def edit_page(self, page_id: str, *, body: str, when: str) -> None:
+        """A new version of a page: bumps its version, body and its CQL hit's ``version.when``."""
+        page = self.json[f"/wiki/api/v2/pages/{page_id}"]
+        page["version"] = {**page["version"], "number": page["version"]["number"] + 1, "createdAt": when}
+        page["body"]["storage"]["value"] = body
+        for hit in self.json["/wiki/rest/api/content/search"]["results"]:
+            if hit["id"] == page_id:
+                hit["version"] = {"when": when, "number": page["version"]["number"]}
+
+    def trash_page(self, page_id: str) -> None:
+        """Like Confluence: a trashed page disappears from listings and GET answers 404."""
+        page = self.json.pop(f"/wiki/api/v2/pages/{page_id}")
+        listing = self.json[f"/wiki/api/v2/spaces/{page['spaceId']}/pages"]["results"]
+        index = next(i for i, p in enumerate(listing) if p["id"] == page_id)
+        self._trash[page_id] = (page, index)
+        listing.pop(index)
+
+    def restore_page(self, page_id: str) -> None:
+        page, index = self._trash.pop(page_id)
+        self.json[f"/wiki/api/v2/pages/{page_id}"] = page
+        listing = self.json[f"/wiki/api/v2/spaces/{page['spaceId']}/pages"]["results"]
+        bulk = {k: v for k, v in page.items() if k != "body"}
+        listing.insert(index, bulk)
+
+    def set_read_restriction(self, content_id: str, users: list[dict[str, Any]]) -> None:
+        restriction = self.json[f"/wiki/rest/api/content/{content_id}/restriction/byOperation/read"]
+        restriction["restrictions"]["user"]["results"] = users
+        restriction["restrictions"]["user"]["size"] = len(users)
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [r.path for r in self.requests]
+
+    # ------------------------------------------------------------ serving
+
+    def _record(self, path: str, query: dict[str, str], status: int) -> None:
+        with self._lock:
+            self.requests.append(Recorded(path, query, status))
+
+    def _respond(
+        self, path: str, query: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        if headers.get("authorization") != self.auth:
+            return 401, {}, b'{"message": "Unauthorized"}'
+        if path in self.throttle_once:
+            return 429, {"Retry-After": self.throttle_once.pop(path)}, b'{"message": "Rate limited"}'
+        if path in self.fail_once:
+            self.fail_once.discard(path)
+            return 500, {}, b'{"message": "Internal error"}'
+        if path in self.blobs:
+            return 200, {"Content-Type": "application/octet-stream"}, self.blobs[path]
+        if path == "/wiki/rest/api/user":
+            return 404, {}, b'{"message": "No user"}'
+        if path not in self.json:
+            return 404, {}, b'{"message": "Not found"}'
+        body = copy.deepcopy(self.json[path])
+        extra: dict[str, str] = {}
+        if path.startswith("/wiki/api/v2/") and "results" not in body:
+            if query.get("body-format") != "storage":
+                body.pop("body", None)
+        elif path == "/wiki/rest/api/content/search":
+            body, extra = self._search(body, query)
+        elif path.startswith("/wiki/rest/api/group"):
+            body = self._offset_page(body, query)
+        elif path.endswith("/restriction/byOperation/read"):
+            # Users and groups are paged together by start/limit.
+            start, limit = int(query.get("start", 0)), int(query.get("limit", 200))
+            for part in body["restrictions"].values():
+                part["results"] = part["results"][start : start + limit]
+                part.update(start=start, limit=limit, size=len(part["results"]))
+        elif path.startswith("/wiki/api/v2/") and "results" in body:
+            body, extra = self._cursor_page(path, body, query)
+        return 200, {"Content-Type": "application/json", **extra}, json.dumps(body).encode()
+
+    def _cursor_page(
+        self, path: str, body: dict[str, Any], query: dict[str, str]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        limit = int(query.get("limit", 25))
+        start = int(base64.urlsafe_b64decode(query["cursor"]).decode()) if "cursor" in query else 0
+        if path == "/wiki/api/v2/spaces" and query.get("keys"):
+            keys = set(query["keys"].split(","))
+            body["results"] = [space for space in body["results"] if space["key"] in keys]
+        results = body["results"]
+        body["results"] = results[start : start + limit]
+        headers: dict[str, str] = {}
+        if start + limit < len(results):
+            rest = {k: v for k, v in query.items() if k != "cursor"}
+            cursor = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
+            nxt = f"{path}?{urlencode({**rest, 'cursor': cursor})}"
+            headers["Link"] = f'<{nxt}>; rel="next", <https://acme.atlassian.net/wiki>; rel="base"'
+            # Attachment listings carry the next URL only in the Link header (both are documented).
+            if not path.endswith("/attachments"):
+                body["_links"] = {**body.get("_links", {}), "next": nxt}
+        return body, headers
+
+    def _offset_page(self, body: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
+        # No "next" link on purpose: Confluence Cloud omits it on group member listings.
+        start, limit = int(query.get("start", 0)), int(query.get("limit", 200))
+        body["results"] = body["results"][start : start + limit]
+        body.update(start=start, limit=limit, size=len(body["results"]))
+        return body
+
+    def _search(self, body: dict[str, Any], query: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+        match = re.search(r'lastmodified >= "(\d{4}-\d{2}-\d{2} \d{2}:\d{2})"', query.get("cql", ""))
+        if match:
+            since = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+            body["results"] = [
+                hit for hit in body["results"] if datetime.fromisoformat(hit["version"]["when"]) >= since
+            ]
+        body["results"].sort(key=lambda hit: hit["version"]["when"])
+        limit = int(query.get("limit", 25))
+        start = int(query.get("start", 0))
+        results = body["results"]
+        body["results"] = results[start : start + limit]
+        body.update(start=start, limit=limit, size=len(body["results"]))
+        if start + limit < len(results):
+            # v1 next links are relative to the /wiki context, not to the site root.
+            rest = {k: v for k, v in query.items() if k not in ("start", "cursor")}
+            body["_links"]["next"] = (
+                f"/rest/api/content/search?{urlencode({**rest, 'next': 'true', 'cursor': 'c' + str(start + limit), 'start': start + limit})}"
+            )
+        return body, {}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                parts = urlsplit(self.path)
+                query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with fake._lock:
+                    status, extra, payload = fake._respond(parts.path, query, headers)
+                fake._record(parts.path, query, status)
+                self.send_response(status)
+                for key, value in extra.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+                return
+
+        return Handler

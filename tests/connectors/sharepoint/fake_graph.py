@@ -1,0 +1,394 @@
+"""A fake Entra token endpoint + Microsoft Graph v1.0, on 127.0.0.1 over TLS.
+
+msal only accepts https authorities, so the server presents a throwaway
+self-signed certificate for 127.0.0.1 that the test session trusts.  It serves
+the tenant in ``connectors/sharepoint/fixtures/contoso_tenant.json`` and lets a
+test change files, expire delta tokens and inject faults.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import ipaddress
+import json
+import re
+import ssl
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+FIXTURE = (
+    Path(__file__).resolve().parents[3] / "connectors" / "sharepoint" / "fixtures" / "contoso_tenant.json"
+)
+CLIENT_ID = "app-client-id"
+CLIENT_SECRET = "s3cr3t-value"
+PAGE_SIZE = 2
+_EPOCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+
+
+def write_self_signed_cert(directory: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@dataclass
+class Fault:
+    """Answer the next ``times`` requests whose path matches with this canned response."""
+
+    path_pattern: str
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] | None = None
+    times: int = 1
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+
+
+def _stamp(seq: int) -> str:
+    # Seven fractional digits, as SharePoint really writes them.
+    when = _EPOCH + dt.timedelta(minutes=seq)
+    return when.strftime("%Y-%m-%dT%H:%M:%S") + ".1234567Z"
+
+
+class FakeGraph:
+    def __init__(self, cert_path: Path, key_path: Path) -> None:
+        self.tenant = json.loads(FIXTURE.read_text())
+        self.tenant_id: str = self.tenant["tenant_id"]
+        self.seq = 1
+        self.tokens_issued: list[str] = []
+        self.seen: list[Seen] = []
+        self.faults: list[Fault] = []
+        self.gone_tokens: set[str] = set()
+        self._lock = threading.Lock()
+        for site in self.tenant["sites"]:
+            for items in site["drive_items"].values():
+                for item in items:
+                    item["_seq"] = 1
+            for items in site["list_items"].values():
+                for item in items:
+                    item["_seq"] = 1
+            for page in site["pages"]:
+                page["_seq"] = 1
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert_path, key_path)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.base = f"https://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    # -- lifecycle / knobs ----------------------------------------------------------------
+
+    def start(self) -> FakeGraph:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def site(self) -> dict[str, Any]:
+        return self.tenant["sites"][0]
+
+    def fail(self, fault: Fault) -> None:
+        self.faults.append(fault)
+
+    def expire_delta_tokens(self) -> None:
+        with self._lock:
+            self.gone_tokens.add("*")
+
+    def update_file(self, drive_id: str, item_id: str, content: str) -> None:
+        with self._lock:
+            self.seq += 1
+            item = self._item(drive_id, item_id)
+            item["content"] = content
+            item["_seq"] = self.seq
+
+    def add_file(self, drive_id: str, item: dict[str, Any]) -> None:
+        with self._lock:
+            self.seq += 1
+            self.site["drive_items"][drive_id].append({**item, "_seq": self.seq})
+
+    def delete_file(self, drive_id: str, item_id: str) -> None:
+        with self._lock:
+            self.seq += 1
+            item = self._item(drive_id, item_id)
+            item["_deleted"] = True
+            item["_seq"] = self.seq
+
+    def requests_to(self, pattern: str) -> list[Seen]:
+        return [s for s in self.seen if re.search(pattern, s.path)]
+
+    # -- model ----------------------------------------------------------------------------
+
+    def _item(self, drive_id: str, item_id: str) -> dict[str, Any]:
+        return next(i for i in self.site["drive_items"][drive_id] if i["id"] == item_id)
+
+    def _public_item(self, drive_id: str, item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("_deleted"):
+            return {"id": item["id"], "deleted": {"state": "deleted"}}
+        out = {k: v for k, v in item.items() if not k.startswith("_") and k not in ("content", "permissions")}
+        out["lastModifiedDateTime"] = _stamp(item["_seq"])
+        out["createdDateTime"] = _stamp(0)
+        out["eTag"] = f'"{{{item["id"]}}},{item["_seq"]}"'
+        out["webUrl"] = f"{self.site['webUrl']}/Shared%20Documents/{item['name']}"
+        out["createdBy"] = {"user": {"displayName": "Alice Member", "email": "alice@contoso.com"}}
+        out["parentReference"] = {"driveId": drive_id, "id": item.get("_parent", "root")}
+        if "file" in item:
+            out["size"] = len(item.get("content", ""))
+        return out
+
+    def _delta(self, drive_id: str, query: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        token = query.get("token")
+        if token is not None and ("*" in self.gone_tokens or token in self.gone_tokens):
+            self.gone_tokens.discard("*")
+            restart = f"{self.base}/v1.0/drives/{drive_id}/root/delta"
+            body = {"error": {"code": "resyncRequired", "message": "Resync required."}}
+            return 410, {"Location": restart}, body
+        since = int(query.get("since", token or 0))
+        snap = int(query.get("snap", self.seq))
+        page = int(query.get("page", 0))
+        changed = [
+            i
+            for i in self.site["drive_items"][drive_id]
+            if since < i["_seq"] <= snap and not (since == 0 and i.get("_deleted"))
+        ]
+        changed.sort(key=lambda i: (i["_seq"], i["id"]))
+        chunk = changed[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
+        body: dict[str, Any] = {"value": [self._public_item(drive_id, i) for i in chunk]}
+        if (page + 1) * PAGE_SIZE < len(changed):
+            nxt = urlencode({"since": since, "snap": snap, "page": page + 1})
+            body["@odata.nextLink"] = f"{self.base}/v1.0/drives/{drive_id}/root/delta?{nxt}"
+        else:
+            body["@odata.deltaLink"] = f"{self.base}/v1.0/drives/{drive_id}/root/delta?token={snap}"
+        return 200, {}, body
+
+    def _paged(self, path: str, query: dict[str, str], values: list[Any]) -> dict[str, Any]:
+        skip = int(query.get("$skiptoken", 0))
+        body: dict[str, Any] = {"value": values[skip : skip + PAGE_SIZE]}
+        if skip + PAGE_SIZE < len(values):
+            q = {k: v for k, v in query.items() if k != "$skiptoken"}
+            q["$skiptoken"] = str(skip + PAGE_SIZE)
+            body["@odata.nextLink"] = f"{self.base}{path}?{urlencode(q)}"
+        return body
+
+    def _transitive_users(self, group_id: str, seen: set[str] | None = None) -> list[dict[str, Any]]:
+        seen = seen if seen is not None else set()
+        users = {u["id"]: u for u in self.tenant["users"]}
+        out: list[dict[str, Any]] = []
+        for member in self.tenant["groups"].get(group_id, {}).get("members", []):
+            if member in users and member not in seen:
+                seen.add(member)
+                out.append(users[member])
+            elif member in self.tenant["groups"]:
+                out.extend(self._transitive_users(member, seen))
+        return out
+
+    def _graph(self, method: str, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        site = self.site
+        rel = unquote(path.removeprefix("/v1.0/"))
+        routes: list[tuple[str, Callable[..., tuple[int, dict[str, str], Any]]]] = [
+            (
+                r"sites/([^/]+)",
+                lambda s: (200, {}, {k: site[k] for k in ("id", "name", "displayName", "webUrl")}),
+            ),
+            (r"sites/([^/]+)/drives", lambda s: (200, {}, self._paged(path, query, site["drives"]))),
+            (r"sites/([^/]+)/lists", lambda s: (200, {}, self._paged(path, query, site["lists"]))),
+            (r"sites/([^/]+)/lists/([^/]+)/items", self._list_items),
+            (r"sites/([^/]+)/lists/([^/]+)/items/([^/]+)/permissions", self._list_item_permissions),
+            (r"sites/([^/]+)/pages/microsoft\.graph\.sitePage", self._pages),
+            (r"drives/([^/]+)/root/delta", lambda d: self._delta(d, query)),
+            (r"drives/([^/]+)/items/([^/]+)/content", self._content),
+            (r"drives/([^/]+)/items/([^/]+)/permissions", self._item_permissions),
+            (r"users", lambda: (200, {}, self._paged(path, query, self.tenant["users"]))),
+            (
+                r"groups/([^/]+)/transitiveMembers/microsoft\.graph\.user",
+                lambda g: (200, {}, self._paged(path, query, self._transitive_users(g))),
+            ),
+        ]
+        self._query = query
+        for pattern, handler in routes:
+            m = re.fullmatch(pattern, rel)
+            if m:
+                return handler(*m.groups())
+        return 404, {}, {"error": {"code": "itemNotFound", "message": rel}}
+
+    def _list_items(self, site_id: str, list_id: str) -> tuple[int, dict[str, str], Any]:
+        rows = []
+        for item in self.site["list_items"].get(list_id, []):
+            row = {k: v for k, v in item.items() if not k.startswith("_") and k != "permissions"}
+            row["lastModifiedDateTime"] = _stamp(item["_seq"])
+            row["webUrl"] = f"{self.site['webUrl']}/Lists/{list_id}/DispForm.aspx?ID={item['id']}"
+            rows.append(row)
+        return 200, {}, self._paged(f"/v1.0/sites/{site_id}/lists/{list_id}/items", self._query, rows)
+
+    def _list_item_permissions(
+        self, site_id: str, list_id: str, item_id: str
+    ) -> tuple[int, dict[str, str], Any]:
+        item = next(i for i in self.site["list_items"][list_id] if i["id"] == item_id)
+        return 200, {}, {"value": item["permissions"]}
+
+    def _pages(self, site_id: str) -> tuple[int, dict[str, str], Any]:
+        pages = []
+        for page in self.site["pages"]:
+            row = {k: v for k, v in page.items() if not k.startswith("_")}
+            row["lastModifiedDateTime"] = _stamp(page["_seq"])
+            row["webUrl"] = f"{self.site['webUrl']}/SitePages/{page['name']}"
+            pages.append(row)
+        return (
+            200,
+            {},
+            self._paged(f"/v1.0/sites/{site_id}/pages/microsoft.graph.sitePage", self._query, pages),
+        )
+
+    def _content(self, drive_id: str, item_id: str) -> tuple[int, dict[str, str], Any]:
+        # Same host and port on purpose: a client that let requests follow the redirect would
+        # keep sending the Authorization header here.
+        return (
+            302,
+            {"Location": f"{self.base}/_layouts/download/{drive_id}/{item_id}?tempauth=short-lived"},
+            None,
+        )
+
+    def _item_permissions(self, drive_id: str, item_id: str) -> tuple[int, dict[str, str], Any]:
+        item = self._item(drive_id, item_id)
+        if item.get("_deleted"):
+            return 404, {}, {"error": {"code": "itemNotFound"}}
+        return (
+            200,
+            {},
+            self._paged(
+                f"/v1.0/drives/{drive_id}/items/{item_id}/permissions",
+                self._query,
+                copy.deepcopy(item["permissions"]),
+            ),
+        )
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _reply(self, status: int, headers: dict[str, str], body: Any) -> None:
+                raw = (
+                    body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
+                )
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                if not isinstance(body, bytes):
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _handle(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                query = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                form = parse_qs(self.rfile.read(length).decode()) if length else {}
+                with fake._lock:
+                    fake.seen.append(Seen(method, parts.path, parts.query, dict(self.headers.items())))
+                    for fault in fake.faults:
+                        if fault.times > 0 and re.search(fault.path_pattern, parts.path):
+                            fault.times -= 1
+                            return self._reply(
+                                fault.status, fault.headers, fault.body or {"error": {"code": "x"}}
+                            )
+                    self._route(method, parts.path, query, form)
+
+            def _route(
+                self, method: str, path: str, query: dict[str, str], form: dict[str, list[str]]
+            ) -> None:
+                tenant = fake.tenant_id
+                if path == f"/{tenant}/v2.0/.well-known/openid-configuration":
+                    return self._reply(
+                        200,
+                        {},
+                        {
+                            "issuer": f"{fake.base}/{tenant}/v2.0",
+                            "authorization_endpoint": f"{fake.base}/{tenant}/oauth2/v2.0/authorize",
+                            "token_endpoint": f"{fake.base}/{tenant}/oauth2/v2.0/token",
+                        },
+                    )
+                if path == f"/{tenant}/oauth2/v2.0/token" and method == "POST":
+                    ok = (
+                        form.get("grant_type") == ["client_credentials"]
+                        and form.get("client_id") == [CLIENT_ID]
+                        and form.get("client_secret") == [CLIENT_SECRET]
+                    )
+                    if not ok:
+                        return self._reply(401, {}, {"error": "invalid_client"})
+                    token = f"graph-token-{len(fake.tokens_issued) + 1}"
+                    fake.tokens_issued.append(token)
+                    return self._reply(
+                        200, {}, {"token_type": "Bearer", "expires_in": 3599, "access_token": token}
+                    )
+                if path.startswith("/_layouts/download/"):
+                    drive_id, item_id = path.removeprefix("/_layouts/download/").split("/")
+                    item = fake._item(unquote(drive_id), unquote(item_id))
+                    return self._reply(
+                        200, {"Content-Type": "application/octet-stream"}, item["content"].encode()
+                    )
+                if path.startswith("/v1.0/"):
+                    auth = self.headers.get("Authorization", "")
+                    if auth.removeprefix("Bearer ") not in fake.tokens_issued:
+                        return self._reply(401, {}, {"error": {"code": "InvalidAuthenticationToken"}})
+                    status, headers, body = fake._graph(method, path, query)
+                    return self._reply(status, headers, body)
+                return self._reply(404, {}, {"error": "not found"})
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+        return Handler

@@ -1,0 +1,48 @@
+"""Helpers that put documents into a tenant through the real ingestion path."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from retrieval.actions import do_create_source, do_enqueue_document, do_record_identity, do_set_group_members
+from retrieval.contracts import SourceDocument
+from tenants.context import tenant_context
+
+
+def make_doc(external_id: str, text: str, acl: list[list[str]], *, title: str = "", version: int = 1,
+             container: str = "ENG", url: str | None = None, media_type: str = "text/plain",
+             updated: datetime | None = None) -> SourceDocument:  # fmt: skip
+    return SourceDocument(
+        external_id=external_id,
+        title=title or external_id,
+        url=url if url is not None else f"https://wiki.example.com/{external_id}",
+        content=text.encode(),
+        media_type=media_type,
+        acl=tuple(tuple(c) for c in acl),
+        source_version=version,
+        container=container,
+        updated_at=updated or datetime(2026, 1, 15, tzinfo=UTC),
+    )
+
+
+def source_for(tenant: Any, name: str = "wiki", kind: str = "confluence") -> Any:
+    with tenant_context(tenant.pk):
+        return do_create_source(kind, name)
+
+
+def enqueue(tenant: Any, source: Any, doc: SourceDocument, **kw: Any) -> Any:
+    with tenant_context(tenant.pk):
+        return do_enqueue_document(source, doc, **kw)
+
+
+def grant_groups(tenant: Any, memberships: dict[str, list[Any]]) -> None:
+    """group principal -> users; each user gets a mapped confluence identity."""
+    with tenant_context(tenant.pk):
+        for group, users in memberships.items():
+            members = []
+            for user in users:
+                principal = f"confluence:user:{user.username}"
+                do_record_identity(principal, email=user.email, email_verified=True, display_name=user.username)
+                members.append(principal)
+            do_set_group_members(group, members)

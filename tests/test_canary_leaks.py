@@ -1,0 +1,136 @@
+"""Canary suite: a restricted canary never reaches a user who may not read it.
+
+Every restricted document carries a unique canary token.  For every user x
+every one of 200+ generated queries, the search and answer API responses
+(results, snippets, evidence, answers, counts, error bodies) must not contain
+a canary the user may not read.  Covers nested restrictions (CNF), a
+single-user page, an empty ACL, an unknown principal, a user with no
+readable sets, and a second tenant.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import pytest
+from rest_framework.test import APIClient
+
+from retrieval.actions import do_record_identity
+from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
+from tenants.context import tenant_context
+from tests.conftest import ingest_inline, unique
+from tests.factories import enqueue, grant_groups, make_doc, source_for
+
+WORDS = ["budget", "roadmap", "incident", "password", "salary", "launch", "vendor", "contract", "security",
+         "migration", "offsite", "hiring"]  # fmt: skip
+
+
+def canary() -> str:
+    return "CANARY" + uuid.uuid4().hex[:10].upper()
+
+
+def body_text(topic_words: list[str], token: str) -> str:
+    a, b, c = topic_words
+    return (
+        f"This page covers the {a} plan and the {b} review. The {c} owner approved it. "
+        f"Reference code {token} identifies this record. The {a} and {c} details are final."
+    )
+
+
+@pytest.fixture
+def world():
+    a = do_create_tenant(unique("canary-a"), "A")
+    b = do_create_tenant(unique("canary-b"), "B")
+    c = do_create_tenant(unique("canary-c"), "C")
+    users = {}
+    for name, tenant in [("alice", a), ("bob", a), ("carol", a), ("dave", a), ("mallory", b), ("frank", c)]:
+        uname = unique(name)
+        user = do_create_user(uname, f"{uname}@example.com", None, email_verified=True)
+        users[name] = (user, do_create_api_token(do_add_member(tenant, user)))
+    grant_groups(a, {
+        "confluence:group:all": [users["alice"][0], users["carol"][0]],
+        "confluence:group:leads": [users["alice"][0], users["bob"][0]],
+        "confluence:group:eng": [users["alice"][0], users["bob"][0]],
+    })  # fmt: skip
+    # dave's identity exists at the source but is not mapped (unverified e-mail): grants nothing.
+    with tenant_context(a.pk):
+        do_record_identity("confluence:user:dave-unverified", email=users["dave"][0].email, email_verified=False)
+        from tenants.models import Group, GroupMember
+
+        GroupMember.objects.create(group=Group.objects.get(principal="confluence:group:eng"),
+                                   member_principal="confluence:user:dave-unverified")  # fmt: skip
+    docs = {
+        "public": ([["public:tenant"]], a, {"alice", "bob", "carol", "dave"}),
+        "eng": ([["confluence:group:eng"]], a, {"alice", "bob"}),
+        "nested": ([["confluence:group:all"], ["confluence:group:leads"]], a, {"alice"}),
+        "single": ([[f"user:{users['carol'][0].email}"]], a, {"carol"}),
+        "empty": ([], a, set()),
+        "ghost": ([["confluence:group:ghost"]], a, set()),
+        "b-public": ([["public:tenant"]], b, {"mallory"}),
+        "c-restricted": ([["confluence:group:nobody"]], c, set()),
+    }
+    canaries: dict[str, tuple[str, set[str]]] = {}
+    sources = {t.pk: source_for(t) for t in (a, b, c)}
+    for i, (name, (acl, tenant, readers)) in enumerate(docs.items()):
+        token = canary()
+        words = [WORDS[(i + j * 3) % len(WORDS)] for j in range(3)]
+        enqueue(tenant, sources[tenant.pk], make_doc(name, body_text(words, token), acl, title=f"{words[0]} page"))
+        canaries[name] = (token, readers)
+    for t in (a, b, c):
+        ingest_inline(t.pk)
+    return users, canaries
+
+
+def generated_queries(canaries: dict[str, tuple[str, set[str]]]) -> list[str]:
+    queries = [f"{x} {y}" for x, y in itertools.permutations(WORDS, 2)][:132]
+    queries += [f"what is the {w} plan?" for w in WORDS]
+    queries += [f'"{w} review"' for w in WORDS]
+    queries += [f"{w} -{v}" for w, v in zip(WORDS, reversed(WORDS), strict=False)]
+    queries += [f"{token} reference code" for token, _ in canaries.values()]
+    queries += [f"reference code {token[:8]}" for token, _ in canaries.values()]
+    queries += [f"{w} source:confluence after:2020-01-01" for w in WORDS]
+    queries += ["*", "%", "' OR 1=1 --", "page", "record", "the", "owner approved", "details are final"]
+    return queries
+
+
+def without_query_echo(body: dict, query: str) -> str:
+    """The response minus the fields that repeat the user's own query back to them."""
+    import json
+
+    data = {k: v for k, v in body.items() if k not in ("question", "query", "plan")}
+    text = json.dumps(data)
+    # A 400 may quote the offending operator; remove the query's own words, not the data.
+    return text.replace(query, "") if "error" in data else text
+
+
+def test_no_user_ever_sees_a_canary_they_may_not_read(world) -> None:
+    users, canaries = world
+    queries = generated_queries(canaries)
+    assert len(queries) >= 200
+    clients = {}
+    for name, (_, token) in users.items():
+        c = APIClient()
+        c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        clients[name] = c
+    seen_allowed: dict[str, set[str]] = {name: set() for name in users}
+    for q in queries:
+        for name, client in clients.items():
+            forbidden = {tok for tok, readers in canaries.values() if name not in readers}
+            allowed = {tok for tok, readers in canaries.values() if name in readers}
+            responses = [
+                client.get("/api/v1/search", {"q": q}),
+                client.post("/api/v1/answers", {"question": q}, format="json"),
+            ]
+            for r in responses:
+                assert r.status_code in (200, 400), (name, q, r.status_code)
+                text = without_query_echo(r.json(), q)
+                leaked = {tok for tok in forbidden if tok in text}
+                assert not leaked, f"{name} saw {leaked} for query {q!r}"
+                seen_allowed[name] |= {tok for tok in allowed if tok in text}
+    # The suite would be vacuous if nobody ever found anything: readers do find their canaries.
+    for name in ("alice", "bob", "carol", "mallory"):
+        readable = {tok for tok, readers in canaries.values() if name in readers}
+        assert seen_allowed[name] == readable, name
+    assert seen_allowed["dave"] == {canaries["public"][0]}
+    assert seen_allowed["frank"] == set()

@@ -1,0 +1,243 @@
+"""The extractive writer and its sentence splitter."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+from answers.contracts import EvidenceRecord, ParsedQuery, QueryPlan
+from answers.verification import quote_in_passage, verify_claim
+from answers.writers.extractive import ExtractiveWriter, split_sentences, writer_release
+
+RELEASE_NOTES = (
+    "Release N notes\n"
+    "Logical replication received several changes in this release. "
+    "The subscription option lr_example_parallel_apply now defaults to on for newly created subscriptions. "
+    "Dr. Example reviewed the change, e.g. for large transactions."
+)
+UPGRADE_GUIDE = (
+    "Upgrading to release N\n"
+    "Read the whole guide before you start. "
+    "Existing subscriptions keep the value that was stored before the upgrade. "
+    "Publishers do not need to be restarted after the upgrade."
+)
+BLOG = (
+    "Tuning replication (third-party blog)\n"
+    "Parallel apply is useful for large transactions and cuts replication lag a lot. "
+    "Our publisher cluster needed extra memory for parallel apply workers."
+)
+
+
+def make_evidence(eid: str, text: str) -> EvidenceRecord:
+    return EvidenceRecord(
+        id=eid,
+        document_id=1,
+        chunk_id=1,
+        canonical_url=f"https://docs.example.org/{eid}",
+        title=eid,
+        source_system="confluence",
+        container="ENG",
+        text=text,
+        char_start=0,
+        char_end=len(text),
+        snapshot_sha256="0" * 64,
+        updated_at=datetime(2025, 9, 25, tzinfo=UTC),
+    )
+
+
+def make_plan(
+    query: str,
+    *,
+    text: str | None = None,
+    exclude: tuple[str, ...] = (),
+    phrases: tuple[str, ...] = (),
+) -> QueryPlan:
+    parsed = ParsedQuery(original=query, text=text if text is not None else query, exclude=exclude, phrases=phrases)
+    return QueryPlan(parsed=parsed, as_of=datetime(2025, 10, 1, tzinfo=UTC), retrieval_queries=(query,))
+
+
+EVIDENCE = [make_evidence("S1", RELEASE_NOTES), make_evidence("S2", UPGRADE_GUIDE), make_evidence("S3", BLOG)]
+BY_ID = {e.id: e for e in EVIDENCE}
+
+
+# --------------------------------------------------------------------------- split_sentences
+
+
+def sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in split_sentences(text)]
+
+
+def test_split_sentences_returns_exact_offsets_without_surrounding_whitespace() -> None:
+    text = "  First sentence here.   Second one follows!\n\nThird?  "
+    spans = split_sentences(text)
+    assert [text[s:e] for s, e in spans] == ["First sentence here.", "Second one follows!", "Third?"]
+    assert spans[0] == (2, 22)
+
+
+def test_split_sentences_keeps_abbreviations_initials_and_decimals_inside_a_sentence() -> None:
+    text = (
+        "Dr. Smith moved to the U.S. office in 2024. Costs fell 3.5 percent, i.e. less than planned. "
+        "John F. Kennedy is an example, e.g. of initials. See Fig. 3 for details."
+    )
+    assert sentences(text) == [
+        "Dr. Smith moved to the U.S. office in 2024.",
+        "Costs fell 3.5 percent, i.e. less than planned.",
+        "John F. Kennedy is an example, e.g. of initials.",
+        "See Fig. 3 for details.",
+    ]
+
+
+def test_split_sentences_ends_a_sentence_after_a_single_capital_letter_word() -> None:
+    assert sentences("Parallel apply is on in release N. Existing subscriptions keep it.") == [
+        "Parallel apply is on in release N.",
+        "Existing subscriptions keep it.",
+    ]
+
+
+def test_split_sentences_breaks_at_headings_and_list_items_but_not_hard_wraps() -> None:
+    text = "Setup Guide\nThis paragraph was wrapped by the\nPDF extractor at a line end.\n- first item\n- second item"
+    assert sentences(text) == [
+        "Setup Guide",
+        "This paragraph was wrapped by the\nPDF extractor at a line end.",
+        "- first item",
+        "- second item",
+    ]
+
+
+def test_split_sentences_of_blank_text_is_empty() -> None:
+    assert split_sentences(" \n\t ") == []
+
+
+# --------------------------------------------------------------------------- the writer
+
+
+def test_the_writer_picks_the_sentence_that_answers_the_question() -> None:
+    plan = make_plan("Is lr_example_parallel_apply on by default for new subscriptions?")
+    claims = ExtractiveWriter().write(plan, EVIDENCE)
+    assert claims
+    assert claims[0].text == (
+        "The subscription option lr_example_parallel_apply now defaults to on for newly created subscriptions."
+    )
+    assert claims[0].citations[0].evidence_id == "S1"
+
+
+def test_every_claim_is_a_verbatim_sentence_that_passes_verification() -> None:
+    plan = make_plan("what happens to existing subscriptions and replication lag after the upgrade")
+    claims = ExtractiveWriter().write(plan, EVIDENCE)
+    assert claims
+    for c in claims:
+        assert len(c.citations) == 1
+        cite = c.citations[0]
+        assert cite.quote == c.text
+        assert cite.quote in BY_ID[cite.evidence_id].text
+        assert quote_in_passage(cite.quote, BY_ID[cite.evidence_id].text)
+        result = verify_claim(c, BY_ID, plan, authorised_ids=set(BY_ID))
+        assert result.kept and result.method == "verbatim"
+
+
+def test_claim_ids_are_sequential_and_max_claims_is_respected() -> None:
+    plan = make_plan("replication subscriptions upgrade parallel apply")
+    claims = ExtractiveWriter().write(plan, EVIDENCE, max_claims=2)
+    assert [c.id for c in claims] == ["c1", "c2"]
+
+
+def test_sentences_containing_an_excluded_term_are_skipped() -> None:
+    plan = make_plan("parallel apply -publisher", text="parallel apply", exclude=("publisher",))
+    claims = ExtractiveWriter().write(plan, EVIDENCE)
+    assert claims
+    assert all("publisher" not in c.text.lower() for c in claims)
+
+
+def test_exclusions_match_inflected_words_but_not_substrings() -> None:
+    evidence = [make_evidence("E", "Publishers need a restart for parallel apply. Republishing parallel apply is safe.")]
+    plan = make_plan("parallel apply", exclude=("publisher",))
+    assert [c.text for c in ExtractiveWriter().write(plan, evidence)] == ["Republishing parallel apply is safe."]
+
+
+def test_an_unrelated_query_gets_no_claims() -> None:
+    assert ExtractiveWriter().write(make_plan("what is the cafeteria lunch menu on fridays"), EVIDENCE) == []
+
+
+def test_no_evidence_gets_no_claims() -> None:
+    assert ExtractiveWriter().write(make_plan("parallel apply"), []) == []
+
+
+def test_the_writer_is_deterministic() -> None:
+    plan = make_plan("does parallel apply reduce replication lag for subscriptions")
+    first = ExtractiveWriter().write(plan, EVIDENCE)
+    assert all(ExtractiveWriter().write(plan, EVIDENCE) == first for _ in range(5))
+
+
+def test_headings_short_fragments_and_overlong_sentences_are_never_claims() -> None:
+    long_sentence = "Replication " + " ".join(["lag"] * 85) + "."
+    evidence = [make_evidence("E", f"Replication Lag Overview\nReplication lag.\n{long_sentence}")]
+    assert ExtractiveWriter().write(make_plan("replication lag"), evidence) == []
+
+
+def test_near_duplicate_sentences_are_returned_once() -> None:
+    sentence = "Existing subscriptions keep the value that was stored before the upgrade."
+    evidence = [make_evidence("A", sentence), make_evidence("B", sentence.replace("the upgrade", "an upgrade"))]
+    claims = ExtractiveWriter().write(make_plan("existing subscriptions after upgrade"), evidence)
+    assert len(claims) == 1
+    assert claims[0].citations[0].evidence_id == "A"
+
+
+def test_a_quoted_phrase_lifts_the_sentence_that_contains_it() -> None:
+    evidence = [
+        make_evidence("A", "Replication lag grows when the apply worker falls behind the publisher."),
+        make_evidence("B", "Lag in replication is reported by the monitoring view every minute."),
+    ]
+    plain = ExtractiveWriter().write(make_plan("replication lag"), evidence)
+    assert plain[0].citations[0].evidence_id == "A"
+    phrased = ExtractiveWriter().write(make_plan('"lag in replication"', text="lag in replication",
+                                                 phrases=("lag in replication",)), evidence)
+    assert phrased[0].citations[0].evidence_id == "B"
+
+
+def test_evidence_rank_breaks_ties_between_equally_matching_sentences() -> None:
+    evidence = [
+        make_evidence("first", "The retention period for audit logs is set by the admin."),
+        make_evidence("second", "An admin sets the retention period for audit logs here."),
+    ]
+    claims = ExtractiveWriter().write(make_plan("audit logs retention period"), evidence, max_claims=1)
+    assert claims[0].citations[0].evidence_id == "first"
+
+
+def test_similarity_lets_a_sentence_without_shared_words_qualify() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def cosine(query: str, texts: Sequence[str]) -> list[float]:
+        calls.append((query, len(texts)))
+        return [0.9 if "lag a lot" in t else 0.1 for t in texts]
+
+    plan = make_plan("how do I speed up big commits")
+    assert ExtractiveWriter().write(plan, EVIDENCE) == []
+    claims = ExtractiveWriter().write(plan, EVIDENCE, similarity=cosine)
+    assert [c.citations[0].evidence_id for c in claims] == ["S3"]
+    assert len(calls) == 1  # one batched call, so the caller can embed all sentences at once
+
+
+def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        ExtractiveWriter().write(make_plan("parallel apply"), EVIDENCE, similarity=lambda q, ts: [0.5])
+
+
+def test_the_writer_identifies_its_release() -> None:
+    assert writer_release() == {"name": "extractive", "version": "1"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "1")
+
+
+def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
+    evidence = [make_evidence("E", "Known limits:\n- audit logs are retained for ninety days\n- exports run nightly")]
+    claims = ExtractiveWriter().write(make_plan("how long are audit logs retained"), evidence)
+    assert [c.text for c in claims] == ["audit logs are retained for ninety days"]
+
+
+def test_a_passage_window_that_starts_mid_sentence_does_not_yield_its_fragment() -> None:
+    text = "retained for ninety days by default. Audit logs can be exported by admins."
+    evidence = [dataclasses.replace(make_evidence("E", text), char_start=120, char_end=120 + len(text))]
+    claims = ExtractiveWriter().write(make_plan("audit logs retained"), evidence)
+    assert [c.text for c in claims] == ["Audit logs can be exported by admins."]

@@ -1,0 +1,349 @@
+"""Verification: the mechanical quote check, the lexical support check, scope and links."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from answers.contracts import Citation, DraftClaim, EvidenceRecord, ParsedQuery, QueryPlan, TimeScope
+from answers.verification import (
+    normalise_ws,
+    quote_in_passage,
+    strip_unsupported_links,
+    support_label,
+    verifier_release,
+    verify_claim,
+)
+
+# The three illustrative passages of the design document's replication example.
+S1 = "The subscription option lr_example_parallel_apply now defaults to on for newly created subscriptions."
+S2 = "Existing subscriptions keep the value that was stored before the upgrade."
+S3 = "Parallel apply is useful for large transactions and cuts replication lag a lot."
+
+
+def make_evidence(
+    eid: str,
+    text: str,
+    *,
+    updated_at: datetime | None = None,
+    created_at: datetime | None = None,
+) -> EvidenceRecord:
+    return EvidenceRecord(
+        id=eid,
+        document_id=1,
+        chunk_id=1,
+        canonical_url=f"https://docs.example.org/{eid}",
+        title=eid,
+        source_system="confluence",
+        container="ENG",
+        text=text,
+        char_start=0,
+        char_end=len(text),
+        snapshot_sha256="0" * 64,
+        updated_at=updated_at,
+        created_at=created_at,
+    )
+
+
+def make_plan(query: str = "does parallel apply reduce replication lag", time: TimeScope | None = None) -> QueryPlan:
+    parsed = ParsedQuery(original=query, text=query, time=time)
+    return QueryPlan(parsed=parsed, as_of=datetime(2025, 10, 1, tzinfo=UTC), retrieval_queries=(query,))
+
+
+def claim(text: str, *cites: tuple[str, str]) -> DraftClaim:
+    return DraftClaim(id="c1", text=text, citations=tuple(Citation(e, q) for e, q in cites))
+
+
+EVIDENCE = {
+    "S1": make_evidence("S1", S1, updated_at=datetime(2025, 9, 25, tzinfo=UTC)),
+    "S2": make_evidence("S2", S2, updated_at=datetime(2025, 9, 25, tzinfo=UTC)),
+    "S3": make_evidence("S3", S3, updated_at=datetime(2024, 3, 10, tzinfo=UTC)),
+}
+ALL_IDS = frozenset(EVIDENCE)
+
+
+# --------------------------------------------------------------------------- normalisation and quotes
+
+
+def test_normalise_ws_straightens_quotes_dashes_and_whitespace() -> None:
+    assert normalise_ws("  \u201cIt\u2019s\u201d \u2013 on\u00a0by \u2014 default\n\tnow ") == '"It\'s" - on by - default now'
+
+
+def test_normalise_ws_applies_nfkc_and_drops_soft_hyphens() -> None:
+    assert normalise_ws("\ufb01le repli\u00adcation") == "file replication"
+
+
+def test_a_quote_with_different_whitespace_and_typography_is_found() -> None:
+    passage = "Existing subscriptions keep the\n  value that was \u201cstored\u201d before the upgrade."
+    assert quote_in_passage('keep the value that was "stored" before', passage)
+
+
+def test_a_fabricated_quote_is_not_found() -> None:
+    assert not quote_in_passage("Parallel apply removes replication lag entirely.", S3)
+
+
+def test_a_paraphrased_quote_is_not_found() -> None:
+    assert not quote_in_passage("cuts the replication lag a lot", S3)
+
+
+def test_quote_matching_is_case_sensitive() -> None:
+    assert not quote_in_passage("parallel apply is useful", S3)
+    assert quote_in_passage("Parallel apply is useful", S3)
+
+
+def test_a_quote_must_not_start_or_end_inside_a_word() -> None:
+    passage = "The connector cannot support nested groups."
+    assert not quote_in_passage("not support nested groups", passage)
+    assert not quote_in_passage("The connect", passage)
+
+
+def test_an_empty_quote_is_never_found() -> None:
+    assert not quote_in_passage("   ", S3)
+
+
+# --------------------------------------------------------------------------- support labels
+
+
+def test_identical_claim_and_quote_are_supported_as_verbatim() -> None:
+    assert support_label(S3, "Parallel  apply is useful for large transactions and cuts replication lag a lot") == (
+        "supported",
+        ("verbatim",),
+    )
+
+
+def test_the_seed_claim_that_parallel_apply_removes_lag_entirely_is_not_supported() -> None:
+    label, reasons = support_label("Parallel apply removes replication lag entirely.", "cuts replication lag a lot")
+    assert label != "supported"
+    assert label == "unsupported"
+    assert "escalation:entirely" in reasons
+
+
+def test_an_absolute_claim_over_a_hedged_full_sentence_is_at_most_partially_supported() -> None:
+    label, reasons = support_label("Parallel apply cuts replication lag entirely for large transactions.", S3)
+    assert label == "partially_supported"
+    assert "escalation:entirely" in reasons
+
+
+def test_an_absolute_word_is_fine_when_the_quote_says_it_too() -> None:
+    label, _ = support_label("Backups are always encrypted.", "All backups are always encrypted at rest.")
+    assert label == "supported"
+
+
+def test_a_different_number_for_the_same_quantity_is_contradicted() -> None:
+    label, reasons = support_label("Audit logs are retained for 30 days.", "Audit logs are retained for 90 days.")
+    assert label == "contradicted"
+    assert "number_conflict:30" in reasons
+
+
+def test_a_different_date_is_contradicted() -> None:
+    label, _ = support_label(
+        "Security fixes for Foo 3.2 end on 2026-07-30.", "Foo 3.2: security fixes until 2026-06-30; end of life 2026-12-31"
+    )
+    assert label == "contradicted"
+
+
+def test_a_number_the_quote_does_not_mention_is_unsupported() -> None:
+    label, reasons = support_label("Audit logs are retained for 30 days.", "Audit logs are retained by the platform.")
+    assert label == "unsupported"
+    assert "number_missing:30" in reasons
+
+
+def test_thousands_separators_do_not_make_numbers_differ() -> None:
+    label, _ = support_label("The limit is 1,000 requests per minute.", "The limit is 1000 requests per minute.")
+    assert label == "supported"
+
+
+def test_a_negated_claim_over_a_positive_quote_is_contradicted() -> None:
+    label, reasons = support_label("The VPN does not require MFA.", "The VPN requires MFA.")
+    assert label == "contradicted"
+    assert "negation_mismatch" in reasons
+
+
+def test_a_positive_claim_over_a_negated_quote_is_contradicted() -> None:
+    label, _ = support_label("Guests can export reports.", "Guests can't export reports.")
+    assert label == "contradicted"
+
+
+def test_negation_in_an_unrelated_clause_of_the_quote_does_not_contradict() -> None:
+    quote = "Existing subscriptions are not changed, but new subscriptions default to on."
+    assert support_label("New subscriptions default to on.", quote)[0] == "supported"
+
+
+def test_a_named_entity_missing_from_the_quote_caps_support() -> None:
+    label, reasons = support_label("The VPN at Acme requires MFA.", "The VPN requires MFA.")
+    assert label != "supported"
+    assert "entity_missing:Acme" in reasons
+
+
+def test_low_content_word_coverage_is_unsupported() -> None:
+    label, _ = support_label("Quarterly revenue grew in the EMEA region.", "The office moved to a new building.")
+    assert label == "unsupported"
+
+
+def test_a_claim_summarising_part_of_a_quote_is_supported() -> None:
+    assert support_label("Parallel apply cuts replication lag.", S3)[0] == "supported"
+
+
+# --------------------------------------------------------------------------- verify_claim
+
+
+def test_a_verbatim_claim_with_its_true_quote_is_kept() -> None:
+    result = verify_claim(claim(S2, ("S2", S2)), EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert result.quote_ok and result.in_scope and result.support == "supported"
+    assert result.method == "verbatim"
+    assert result.kept
+
+
+def test_a_fabricated_quote_fails_the_quote_check() -> None:
+    c = claim("Parallel apply removes replication lag entirely.", ("S3", "removes replication lag entirely"))
+    result = verify_claim(c, EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert not result.quote_ok
+    assert "quote_not_found:S3" in result.reasons
+    assert not result.kept
+
+
+def test_a_quote_cited_to_the_wrong_evidence_id_fails() -> None:
+    result = verify_claim(claim(S2, ("S1", S2)), EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert not result.quote_ok
+    assert "quote_not_found:S1" in result.reasons
+
+
+def test_an_unknown_evidence_id_fails() -> None:
+    result = verify_claim(claim(S2, ("S9", S2)), EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert not result.quote_ok
+    assert "unknown_evidence:S9" in result.reasons
+
+
+def test_a_true_quote_from_unauthorised_evidence_fails() -> None:
+    result = verify_claim(claim(S2, ("S2", S2)), EVIDENCE, make_plan(), authorised_ids={"S1", "S3"})
+    assert not result.quote_ok
+    assert "unauthorised_evidence:S2" in result.reasons
+    assert not result.kept
+
+
+def test_a_paraphrased_quote_fails_the_quote_check() -> None:
+    c = claim("Existing subscriptions keep their setting.", ("S2", "Existing subscriptions keep their stored setting"))
+    assert not verify_claim(c, EVIDENCE, make_plan(), authorised_ids=ALL_IDS).quote_ok
+
+
+def test_the_seed_claim_passes_the_quote_check_but_fails_support() -> None:
+    c = claim("Parallel apply removes replication lag entirely.", ("S3", "cuts replication lag a lot"))
+    result = verify_claim(c, EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert result.quote_ok
+    assert result.support != "supported"
+    assert result.method == "lexical-fallback"
+    assert not result.kept
+
+
+def test_a_claim_without_citations_fails_the_quote_check() -> None:
+    result = verify_claim(claim("Parallel apply is on."), EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert not result.quote_ok
+    assert result.reasons == ("no_citations",)
+
+
+def test_a_short_quote_still_matches_but_is_flagged() -> None:
+    result = verify_claim(claim("Parallel apply cuts lag.", ("S3", "cuts")), EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert result.quote_ok
+    assert "short_quote" in result.reasons
+
+
+def test_support_is_the_weakest_label_across_citations() -> None:
+    c = claim(S2, ("S2", S2), ("S3", S3))
+    result = verify_claim(c, EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    assert result.quote_ok
+    assert result.support == "unsupported"
+    assert result.method == "lexical-fallback"
+
+
+def test_evidence_updated_inside_the_time_window_is_in_scope() -> None:
+    plan = make_plan(time=TimeScope(after=date(2025, 9, 1), before=date(2025, 10, 1), label="last month"))
+    assert verify_claim(claim(S1, ("S1", S1)), EVIDENCE, plan, authorised_ids=ALL_IDS).in_scope
+
+
+def test_evidence_updated_outside_the_time_window_is_out_of_scope() -> None:
+    plan = make_plan(time=TimeScope(after=date(2025, 1, 1), label="after:2025-01-01"))
+    result = verify_claim(claim(S3, ("S3", S3)), EVIDENCE, plan, authorised_ids=ALL_IDS)
+    assert not result.in_scope
+    assert "out_of_time_scope:S3" in result.reasons
+    assert not result.kept
+
+
+def test_the_window_end_is_exclusive() -> None:
+    plan = make_plan(time=TimeScope(before=date(2025, 9, 25)))
+    assert not verify_claim(claim(S1, ("S1", S1)), EVIDENCE, plan, authorised_ids=ALL_IDS).in_scope
+
+
+def test_undated_evidence_is_out_of_scope_when_the_plan_has_a_window() -> None:
+    evidence = {"U": make_evidence("U", S2)}
+    plan = make_plan(time=TimeScope(after=date(2025, 1, 1)))
+    result = verify_claim(claim(S2, ("U", S2)), evidence, plan, authorised_ids={"U"})
+    assert not result.in_scope
+    assert "undated" in result.reasons
+
+
+def test_created_at_is_used_when_updated_at_is_missing() -> None:
+    evidence = {"U": make_evidence("U", S2, created_at=datetime(2025, 6, 1, tzinfo=UTC))}
+    plan = make_plan(time=TimeScope(after=date(2025, 1, 1)))
+    assert verify_claim(claim(S2, ("U", S2)), evidence, plan, authorised_ids={"U"}).in_scope
+
+
+def test_without_a_time_window_undated_evidence_is_in_scope() -> None:
+    evidence = {"U": make_evidence("U", S2)}
+    assert verify_claim(claim(S2, ("U", S2)), evidence, make_plan(), authorised_ids={"U"}).kept
+
+
+# --------------------------------------------------------------------------- links
+
+ALLOWED = ["https://docs.example.org/S1"]
+
+
+def test_a_markdown_link_to_an_uncited_url_keeps_only_its_label() -> None:
+    text, n = strip_unsupported_links("See [the notes](https://evil.example/x) for more.", ALLOWED)
+    assert (text, n) == ("See the notes for more.", 1)
+
+
+def test_a_markdown_link_to_a_cited_url_is_kept() -> None:
+    original = "See [the notes](https://docs.example.org/S1) for more."
+    assert strip_unsupported_links(original, ALLOWED) == (original, 0)
+
+
+def test_a_bare_url_that_was_not_cited_is_removed_with_its_gap() -> None:
+    text, n = strip_unsupported_links("Read https://evil.example/a?b=1 now. Or https://docs.example.org/S1.", ALLOWED)
+    assert (text, n) == ("Read now. Or https://docs.example.org/S1.", 1)
+
+
+def test_a_slack_style_link_keeps_its_label() -> None:
+    text, n = strip_unsupported_links("Ping <https://evil.example/x|the runbook> or <https://evil.example/y>.", ALLOWED)
+    assert (text, n) == ("Ping the runbook or.", 2)
+
+
+def test_an_html_anchor_keeps_its_label_text() -> None:
+    text, n = strip_unsupported_links('Open <a href="https://evil.example/x" target="_blank"><b>this</b></a>.', ALLOWED)
+    assert (text, n) == ("Open this.", 1)
+
+
+def test_a_disguised_link_whose_label_is_an_uncited_url_loses_both() -> None:
+    text, n = strip_unsupported_links("Go to [https://evil.example/login](https://evil.example/steal).", ALLOWED)
+    assert "evil.example" not in text
+    assert n == 2
+
+
+def test_a_disguised_link_showing_a_cited_url_keeps_only_the_honest_text() -> None:
+    text, n = strip_unsupported_links("Go to [https://docs.example.org/S1](https://evil.example/steal).", ALLOWED)
+    assert (text, n) == ("Go to https://docs.example.org/S1.", 1)
+
+
+def test_text_without_links_is_unchanged() -> None:
+    assert strip_unsupported_links("Release N defaults to on.", ALLOWED) == ("Release N defaults to on.", 0)
+
+
+@pytest.mark.parametrize("url", ["https://docs.example.org/S1/", "https://docs.example.org/S1"])
+def test_a_trailing_slash_does_not_change_whether_a_url_is_allowed(url: str) -> None:
+    assert strip_unsupported_links(f"[notes]({url})", ALLOWED)[1] == 0
+
+
+def test_the_verifier_identifies_its_release() -> None:
+    release = verifier_release()
+    assert set(release) == {"name", "version"}
+    assert all(release.values())
