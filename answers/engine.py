@@ -92,11 +92,22 @@ def evidence_id(chunk: RankedChunk) -> str:
 def to_evidence(chunks: list[RankedChunk]) -> list[EvidenceRecord]:
     return [
         EvidenceRecord(
-            id=evidence_id(c), document_id=c.document_id, chunk_id=c.chunk_id, canonical_url=c.canonical_url or c.url,
-            title=c.title, source_system=c.source_system, container=c.container, text=c.text,
-            char_start=c.char_start, char_end=c.char_end, snapshot_sha256=c.snapshot_sha256,
-            updated_at=c.updated_at, created_at=c.created_at, version_label=c.version_label,
-            authority_tier=c.authority_tier, scores={"rrf": round(c.rrf, 6), **{f"rank_{k}": v for k, v in c.ranks.items()}},
+            id=evidence_id(c),
+            document_id=c.document_id,
+            chunk_id=c.chunk_id,
+            canonical_url=c.canonical_url or c.url,
+            title=c.title,
+            source_system=c.source_system,
+            container=c.container,
+            text=c.text,
+            char_start=c.char_start,
+            char_end=c.char_end,
+            snapshot_sha256=c.snapshot_sha256,
+            updated_at=c.updated_at,
+            created_at=c.created_at,
+            version_label=c.version_label,
+            authority_tier=c.authority_tier,
+            scores={"rrf": round(c.rrf, 6), **{f"rank_{k}": v for k, v in c.ranks.items()}},
         )  # fmt: skip
         for c in chunks
     ]

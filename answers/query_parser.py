@@ -209,9 +209,7 @@ def _folded_words(text: str) -> list[str]:
 
 
 def _contains_run(haystack: list[str], needle: list[str]) -> bool:
-    return bool(needle) and any(
-        haystack[i : i + len(needle)] == needle for i in range(len(haystack) - len(needle) + 1)
-    )
+    return bool(needle) and any(haystack[i : i + len(needle)] == needle for i in range(len(haystack) - len(needle) + 1))
 
 
 def _tidy(text: str) -> str:
@@ -288,9 +286,7 @@ class _Scan:
         """Word tokens of ``working`` that are not inside an operator or a negation."""
         spans = sorted(self.removed)
         return [
-            m
-            for m in _WORD_ONLY_RE.finditer(self.working)
-            if not any(a < m.end() and m.start() < b for a, b in spans)
+            m for m in _WORD_ONLY_RE.finditer(self.working) if not any(a < m.end() and m.start() < b for a, b in spans)
         ]
 
 
@@ -340,9 +336,7 @@ def _scan(normalised: str) -> _Scan:
         if any(b.start < m.end() and m.start() < b.end for b in barriers):
             continue  # e.g. "in 2023" inside a quoted phrase is text, not a time filter
         scan.time_matches.append(m)
-    barriers.extend(
-        _Item("barrier", m.group(), m.start(), m.end(), barrier="time") for m in scan.time_matches
-    )
+    barriers.extend(_Item("barrier", m.group(), m.start(), m.end(), barrier="time") for m in scan.time_matches)
     barriers.sort(key=lambda b: b.start)
 
     items: list[_Item] = []
@@ -648,9 +642,7 @@ def parse_query(raw: str, as_of: datetime, aliases: Mapping[str, str] | None = N
     if scan.negated_operators:
         # No field can carry "not in this source"; dropping it silently is the failure
         # this module exists to prevent, so the user is told instead.
-        raise QueryError(
-            "unsupported_operator", f"{scan.negated_operators[0]!r}: negated operators are not supported"
-        )
+        raise QueryError("unsupported_operator", f"{scan.negated_operators[0]!r}: negated operators are not supported")
 
     sources: list[str] = []
     containers: list[str] = []
@@ -705,10 +697,7 @@ def _violations(parsed: ParsedQuery, scan: _Scan) -> list[str]:
         if not _contains_run(positive, _folded_words(term)):
             found.append(f"missing_scope:{term}")
     for surface, canonical in parsed.entities:
-        if not (
-            _contains_run(positive, _folded_words(surface))
-            or _contains_run(positive, _folded_words(canonical))
-        ):
+        if not (_contains_run(positive, _folded_words(surface)) or _contains_run(positive, _folded_words(canonical))):
             found.append(f"missing_entity:{canonical}")
     return found
 

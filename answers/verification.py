@@ -38,13 +38,32 @@ def verifier_release() -> dict[str, str]:
 
 _QUOTE_MAP = str.maketrans(
     {
-        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-        "\u00ab": '"', "\u00bb": '"',
-        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
         "\u2212": "-",
         # Invisible characters that survive HTML/PDF extraction would make an honest quote fail.
-        "\u00ad": None, "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None,
+        "\u00ad": None,
+        "\u200b": None,
+        "\u200c": None,
+        "\u200d": None,
+        "\u2060": None,
+        "\ufeff": None,
     }
 )
 _WS_RE = re.compile(r"\s+")
@@ -61,16 +80,129 @@ def normalise_ws(s: str) -> str:
 # Small on purpose: content words decide coverage, so only true function words go here.
 STOPWORDS: frozenset[str] = frozenset(
     {
-        "a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for",
-        "with", "from", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be",
-        "been", "being", "am", "do", "does", "did", "doing", "have", "has", "had", "having", "can", "could",
-        "should", "would", "may", "might", "must", "shall", "will", "it", "its", "it's", "this", "that",
-        "these", "those", "there", "here", "their", "them", "they", "we", "us", "our", "you", "your", "he",
-        "she", "his", "her", "him", "i", "me", "my", "mine", "so", "than", "too", "very", "also", "just",
-        "such", "any", "some", "each", "which", "who", "whom", "whose", "what", "when", "where", "why", "how",
-        "all", "both", "either", "neither", "nor", "not", "no", "never", "only", "own", "same", "other", "more",
-        "most", "less", "few", "many", "much", "up", "down", "out", "off", "again", "further", "once", "per",
-        "via", "vs", "etc"
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "else",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "have",
+        "has",
+        "had",
+        "having",
+        "can",
+        "could",
+        "should",
+        "would",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "will",
+        "it",
+        "its",
+        "it's",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "their",
+        "them",
+        "they",
+        "we",
+        "us",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "so",
+        "than",
+        "too",
+        "very",
+        "also",
+        "just",
+        "such",
+        "any",
+        "some",
+        "each",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "both",
+        "either",
+        "neither",
+        "nor",
+        "not",
+        "no",
+        "never",
+        "only",
+        "own",
+        "same",
+        "other",
+        "more",
+        "most",
+        "less",
+        "few",
+        "many",
+        "much",
+        "up",
+        "down",
+        "out",
+        "off",
+        "again",
+        "further",
+        "once",
+        "per",
+        "via",
+        "vs",
+        "etc",
     }
 )
 
@@ -81,15 +213,39 @@ NEGATION_CUES: frozenset[str] = frozenset(
 # Words that turn a hedged statement into an absolute one; a claim may only use them if the quote does.
 ESCALATION_WORDS: frozenset[str] = frozenset(
     {
-        "entirely", "always", "never", "all", "every", "everyone", "everything", "completely", "fully",
-        "totally", "permanently", "guaranteed", "guarantees", "guarantee", "eliminates", "eliminate",
-        "eliminated", "impossible",
+        "entirely",
+        "always",
+        "never",
+        "all",
+        "every",
+        "everyone",
+        "everything",
+        "completely",
+        "fully",
+        "totally",
+        "permanently",
+        "guaranteed",
+        "guarantees",
+        "guarantee",
+        "eliminates",
+        "eliminate",
+        "eliminated",
+        "impossible",
     }
 )
 
 _NUMBER_WORDS = {
-    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
 }
 
 # Words joined by apostrophes, dots, hyphens or underscores stay one token so that identifiers
@@ -207,9 +363,7 @@ def quote_in_passage(quote: str, passage: str) -> bool:
 # --------------------------------------------------------------------------- support check
 
 _LABEL_RANK: dict[str, int] = {"contradicted": 0, "unsupported": 1, "partially_supported": 2, "supported": 3}
-_CLAUSE_SPLIT_RE = re.compile(
-    r"[;:,()]|\s-\s|\b(?:but|while|whereas|although|though|however)\b", re.IGNORECASE
-)
+_CLAUSE_SPLIT_RE = re.compile(r"[;:,()]|\s-\s|\b(?:but|while|whereas|although|though|however)\b", re.IGNORECASE)
 _TERMINAL_RE = re.compile(r"[.!?]+$")
 
 
@@ -386,8 +540,12 @@ def verify_claim(
     if not claim.citations:
         # Nothing cited means nothing to check: the claim can never be released.
         return VerificationResult(
-            claim_id=claim.id, quote_ok=False, support="unsupported", in_scope=True,
-            method="lexical-fallback", reasons=("no_citations",),
+            claim_id=claim.id,
+            quote_ok=False,
+            support="unsupported",
+            in_scope=True,
+            method="lexical-fallback",
+            reasons=("no_citations",),
         )
 
     authorised = authorised_ids if isinstance(authorised_ids, (set, frozenset)) else set(authorised_ids)
@@ -425,9 +583,7 @@ def verify_claim(
             if d is None:
                 in_scope = False
                 reasons.append("undated")
-            elif (scope.after is not None and d < scope.after) or (
-                scope.before is not None and d >= scope.before
-            ):
+            elif (scope.after is not None and d < scope.after) or (scope.before is not None and d >= scope.before):
                 in_scope = False
                 reasons.append(f"out_of_time_scope:{cit.evidence_id}")
 

@@ -440,9 +440,7 @@ def validate_url(
     (``"host"`` or ``"host:port"``) and everything under ``allow_private`` skip the address checks but
     never the scheme/userinfo checks.
     """
-    policy = _Policy.build(
-        allowed_hosts, allow_private=allow_private, allow_loopback=allow_loopback, resolver=resolver
-    )
+    policy = _Policy.build(allowed_hosts, allow_private=allow_private, allow_loopback=allow_loopback, resolver=resolver)
     return policy.check_url(url)
 
 
@@ -888,9 +886,7 @@ class SafeFetcher:
         if parts.scheme.lower() not in ALLOWED_SCHEMES or not parts.hostname:
             raise ValueError(f"allowed URL prefix must be an absolute http(s) URL: {redact_url(prefix)}")
         if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-            raise ValueError(
-                f"allowed URL prefix must not carry credentials, query or fragment: {redact_url(prefix)}"
-            )
+            raise ValueError(f"allowed URL prefix must not carry credentials, query or fragment: {redact_url(prefix)}")
         return _Prefix(*_split_for_prefix(prefix))
 
     def _check_allowed(self, url: str) -> None:
@@ -928,9 +924,7 @@ class SafeFetcher:
         content_type = response.headers.get("Content-Type", "")
         media_type = content_type.split(";", 1)[0].strip().lower()
         if media_type not in self._content_types:
-            raise UnsupportedContentType(
-                f"content type {media_type or '(missing)'!r} is not allowed", url=url
-            )
+            raise UnsupportedContentType(f"content type {media_type or '(missing)'!r} is not allowed", url=url)
         digest = hashlib.sha256()
         chunks: list[bytes] = []
         raw = response.raw

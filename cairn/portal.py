@@ -46,7 +46,9 @@ def login_view(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         user = authenticate(request, username=request.POST.get("username", ""),
                             password=request.POST.get("password", ""))  # fmt: skip
-        membership = Membership.objects.filter(user=user).select_related("tenant").order_by("pk").first() if user else None
+        membership = (
+            Membership.objects.filter(user=user).select_related("tenant").order_by("pk").first() if user else None
+        )
         if user is not None and membership is not None:
             login(request, user)
             request.session[SESSION_MEMBERSHIP_KEY] = membership.pk

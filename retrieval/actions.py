@@ -143,11 +143,9 @@ def do_record_identity(principal: str, *, email: str | None, email_verified: boo
         if identity.mapped_by != ExternalIdentity.MappedBy.ADMIN:
             user = None
             if identity.email_verified and not is_bot:
-                user = (
-                    User.objects.filter(
-                        email__iexact=identity.email, email_verified=True, memberships__tenant_id=tenant_id
-                    ).first()
-                )
+                user = User.objects.filter(
+                    email__iexact=identity.email, email_verified=True, memberships__tenant_id=tenant_id
+                ).first()
             identity.user = user
             identity.mapped_by = ExternalIdentity.MappedBy.EMAIL if user else ExternalIdentity.MappedBy.NONE
         identity.updated_at = timezone.now()

@@ -16,9 +16,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 import numpy as np
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ftp": 21, "ws": 80, "wss": 443}
-_TRACKING_PARAMS = frozenset(
-    {"gclid", "fbclid", "mc_cid", "mc_eid", "ref", "ref_src", "_hsenc", "_hsmi", "spm"}
-)
+_TRACKING_PARAMS = frozenset({"gclid", "fbclid", "mc_cid", "mc_eid", "ref", "ref_src", "_hsenc", "_hsmi", "spm"})
 _UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
 _SUB_DELIMS = "!$&'()*+,;="
 # Characters that may stay literal in each component; anything else gets percent-encoded.
@@ -132,9 +130,7 @@ def _canonical_query(query: str) -> str:
         if name.startswith("utm_") or name in _TRACKING_PARAMS:
             continue
         norm_key = _normalise_pct(key, _QUERY_PART_SAFE)
-        params.append(
-            (norm_key, f"{norm_key}={_normalise_pct(value, _QUERY_PART_SAFE)}" if sep else norm_key)
-        )
+        params.append((norm_key, f"{norm_key}={_normalise_pct(value, _QUERY_PART_SAFE)}" if sep else norm_key))
     # Stable sort on the key only: the relative order of repeated keys (a=2&a=1) can matter.
     params.sort(key=lambda kv: kv[0])
     return "&".join(p for _, p in params)
@@ -166,9 +162,7 @@ def simhash64(text: str) -> int:
         shingles = [" ".join(words)]
     else:
         shingles = [" ".join(words[i : i + 3]) for i in range(len(words) - 2)]
-    digests = b"".join(
-        hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest() for s in shingles
-    )
+    digests = b"".join(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest() for s in shingles)
     # One row of 64 bits per shingle (most significant bit first); each bit votes +1/-1.
     bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8)).reshape(len(shingles), 64)
     ones = bits.sum(axis=0, dtype=np.int64)

@@ -161,7 +161,5 @@ class IngestEvent(TenantScopedModel):
     processed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "source", "event_id"], name="uniq_ingest_event")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "source", "event_id"], name="uniq_ingest_event")]
         indexes = [models.Index(fields=["tenant", "status", "created_at"])]

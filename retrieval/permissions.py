@@ -87,9 +87,7 @@ def user_principals(user: User) -> frozenset[str]:
     own: set[str] = {"public:tenant"}
     if user.email and user.email_verified:
         own.add(f"user:{user.email.strip().lower()}")
-    own.update(
-        ExternalIdentity.objects.filter(user=user, deactivated=False).values_list("principal", flat=True)
-    )
+    own.update(ExternalIdentity.objects.filter(user=user, deactivated=False).values_list("principal", flat=True))
     groups = GroupMember.objects.filter(member_principal__in=list(own)).values_list("group__principal", flat=True)
     return frozenset(own | set(groups))
 

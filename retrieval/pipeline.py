@@ -256,9 +256,7 @@ def _remove_chunks(document: Document, state: IndexState) -> None:
         )
         n, total = cur.fetchone()
         cur.execute("DELETE FROM retrieval_chunk WHERE document_id = %s", [document.pk])
-    IndexState.objects.filter(pk=state.pk).update(
-        n_chunks=F("n_chunks") - n, total_length=F("total_length") - total
-    )
+    IndexState.objects.filter(pk=state.pk).update(n_chunks=F("n_chunks") - n, total_length=F("total_length") - total)
 
 
 def _bump_index(state: IndexState) -> None:
@@ -294,8 +292,15 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
         Chunk.objects.bulk_create(
             [
                 Chunk(
-                    tenant_id=tenant_id, document=document, ord=i, text=span.text, heading=span.heading,
-                    char_start=span.start, char_end=span.end, embedding=vectors[i].tolist(), **denorm,
+                    tenant_id=tenant_id,
+                    document=document,
+                    ord=i,
+                    text=span.text,
+                    heading=span.heading,
+                    char_start=span.start,
+                    char_end=span.end,
+                    embedding=vectors[i].tolist(),
+                    **denorm,
                 )  # fmt: skip
                 for i, span in enumerate(prepared.chunks)
             ],
@@ -353,6 +358,4 @@ def _index_lexical(document: Document, state: IndexState) -> None:
             [document.pk],
         )
         n, total = cur.fetchone()
-    IndexState.objects.filter(pk=state.pk).update(
-        n_chunks=F("n_chunks") + n, total_length=F("total_length") + total
-    )
+    IndexState.objects.filter(pk=state.pk).update(n_chunks=F("n_chunks") + n, total_length=F("total_length") + total)

@@ -144,17 +144,33 @@ def _load_and_collapse(fused: list[tuple[int, float, dict[str, int]]], acl: tupl
             continue
         d = c.document
         if d.id not in kept_docs:
-            if any(_duplicates(d.canonical_url, d.content_fingerprint, d.simhash, other) for other in kept_docs.values()):
+            if any(
+                _duplicates(d.canonical_url, d.content_fingerprint, d.simhash, other) for other in kept_docs.values()
+            ):
                 collapsed += 1
                 continue
             kept_docs[d.id] = (d.canonical_url, d.content_fingerprint, d.simhash)
         out.append(
             RankedChunk(
-                chunk_id=c.pk, document_id=d.id, rrf=score, ranks=ranks, text=c.text, heading=c.heading,
-                char_start=c.char_start, char_end=c.char_end, title=d.title, url=d.url,
-                canonical_url=d.canonical_url, source_system=d.source_system, container=d.container,
-                updated_at=d.updated_at_source, created_at=d.created_at_source, version_label=d.version_label,
-                authority_tier=d.authority_tier, snapshot_sha256=d.snapshot_sha256, fingerprint=d.content_fingerprint,
+                chunk_id=c.pk,
+                document_id=d.id,
+                rrf=score,
+                ranks=ranks,
+                text=c.text,
+                heading=c.heading,
+                char_start=c.char_start,
+                char_end=c.char_end,
+                title=d.title,
+                url=d.url,
+                canonical_url=d.canonical_url,
+                source_system=d.source_system,
+                container=d.container,
+                updated_at=d.updated_at_source,
+                created_at=d.created_at_source,
+                version_label=d.version_label,
+                authority_tier=d.authority_tier,
+                snapshot_sha256=d.snapshot_sha256,
+                fingerprint=d.content_fingerprint,
                 simhash=d.simhash,
             )  # fmt: skip
         )

@@ -41,9 +41,7 @@ MEDIA_CONFLUENCE = "application/vnd.atlassian.storage+xml"
 MEDIA_PDF = "application/pdf"
 MEDIA_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
-SUPPORTED_MEDIA_TYPES = frozenset(
-    {MEDIA_PLAIN, MEDIA_MARKDOWN, MEDIA_HTML, MEDIA_CONFLUENCE, MEDIA_PDF, MEDIA_DOCX}
-)
+SUPPORTED_MEDIA_TYPES = frozenset({MEDIA_PLAIN, MEDIA_MARKDOWN, MEDIA_HTML, MEDIA_CONFLUENCE, MEDIA_PDF, MEDIA_DOCX})
 
 
 class UnsupportedMediaType(ValueError):

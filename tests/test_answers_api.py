@@ -78,7 +78,7 @@ def test_search_returns_ranked_results_with_snippets(corpus) -> None:
 
 def test_quoted_phrases_and_exclusions_filter_inside_retrieval(corpus) -> None:
     c = client_for(corpus.tokens["alice"])
-    titles = [r["title"] for r in c.get("/api/v1/search", {"q": 'reports -VPN'}).json()["results"]]
+    titles = [r["title"] for r in c.get("/api/v1/search", {"q": "reports -VPN"}).json()["results"]]
     assert "VPN setup" not in titles
     titles = [r["title"] for r in c.get("/api/v1/search", {"q": '"per diem rate"'}).json()["results"]]
     assert titles == ["Travel expenses"]

@@ -35,9 +35,48 @@ def writer_release() -> dict[str, str]:
 # "Dr. Smith", "e.g. Confluence").  Compared lowercased, without the final period.
 _NEVER_FINAL = frozenset(
     {
-        "e.g", "i.e", "vs", "cf", "viz", "approx", "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr",
-        "gen", "rev", "hon", "mt", "ft", "u.s", "u.k", "u.n", "e.u", "a.m", "p.m", "ph.d", "et al", "al",
-        "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "dept", "est",
+        "e.g",
+        "i.e",
+        "vs",
+        "cf",
+        "viz",
+        "approx",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "gen",
+        "rev",
+        "hon",
+        "mt",
+        "ft",
+        "u.s",
+        "u.k",
+        "u.n",
+        "e.u",
+        "a.m",
+        "p.m",
+        "ph.d",
+        "et al",
+        "al",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "dept",
+        "est",
     }
 )
 # Abbreviations that are usually followed by a number ("No. 5", "Fig. 3"); before a capitalised
@@ -127,7 +166,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     cuts: set[int] = set()
     for m in _TERMINATOR_RE.finditer(text):
         term = m.group(0)
-        rest = text[m.end():].lstrip()
+        rest = text[m.end() :].lstrip()
         nxt = rest[:1]
         if "!" in term or "?" in term:
             if not nxt.islower():

@@ -41,9 +41,7 @@ log = logging.getLogger(__name__)
 try:  # the shared HTTP module may not exist yet; decided once, at import time
     from cairn import http as _cairn_http  # type: ignore[attr-defined]
 
-    _request_with_retries: Callable[..., requests.Response] | None = getattr(
-        _cairn_http, "request_with_retries", None
-    )
+    _request_with_retries: Callable[..., requests.Response] | None = getattr(_cairn_http, "request_with_retries", None)
     _build_session: Callable[..., requests.Session] | None = getattr(_cairn_http, "build_session", None)
     _RateLimited: type[BaseException] | None = getattr(_cairn_http, "RateLimited", None)
     _OutboundError: type[BaseException] | None = getattr(_cairn_http, "OutboundHTTPError", None)
@@ -245,9 +243,7 @@ class ConfluenceClient:
         try:
             resp = self._send(url, stream=stream)
         except requests.RequestException as exc:
-            raise ConnectorError(
-                f"Could not reach Confluence ({type(exc).__name__})", item=_safe_item(url)
-            ) from None
+            raise ConnectorError(f"Could not reach Confluence ({type(exc).__name__})", item=_safe_item(url)) from None
         if resp.status_code >= 400:
             status = resp.status_code
             resp.close()
@@ -265,9 +261,7 @@ class ConfluenceClient:
         try:
             return resp.json()
         except ValueError:
-            raise ConnectorError(
-                "Confluence returned a non-JSON response", item=_safe_item(resp.url)
-            ) from None
+            raise ConnectorError("Confluence returned a non-JSON response", item=_safe_item(resp.url)) from None
 
     def batch(self, path_or_link: str, params: Mapping[str, str | int] | None = None) -> Batch:
         """One page of a cursor-paginated listing (v2 ``_links.next`` / ``Link`` header, v1 ``_links.next``)."""
@@ -275,9 +269,7 @@ class ConfluenceClient:
         try:
             body = resp.json()
         except ValueError:
-            raise ConnectorError(
-                "Confluence returned a non-JSON response", item=_safe_item(resp.url)
-            ) from None
+            raise ConnectorError("Confluence returned a non-JSON response", item=_safe_item(resp.url)) from None
         links = body.get("_links") or {}
         nxt = links.get("next") or next_link_from_header(resp.headers.get("Link"))
         return Batch(results=list(body.get("results") or []), next_url=nxt, base=str(links.get("base") or ""))
@@ -292,9 +284,7 @@ class ConfluenceClient:
             # The next link already carries the cursor and the original query.
             batch = self.batch(batch.next_url)
 
-    def _offset_pages(
-        self, path: str, params: Mapping[str, str | int] | None = None
-    ) -> Iterator[dict[str, Any]]:
+    def _offset_pages(self, path: str, params: Mapping[str, str | int] | None = None) -> Iterator[dict[str, Any]]:
         """v1 start/limit paging; stops on a short page because some v1 endpoints omit ``next``."""
         start = 0
         while True:
@@ -324,9 +314,7 @@ class ConfluenceClient:
         if next_url:
             return self.batch(next_url)
         collection = _collection(kind)
-        return self.batch(
-            f"{V2}/spaces/{_seg(space_id)}/{collection}", {"status": "current", "limit": self.page_size}
-        )
+        return self.batch(f"{V2}/spaces/{_seg(space_id)}/{collection}", {"status": "current", "limit": self.page_size})
 
     def content(self, kind: str, content_id: str) -> dict[str, Any] | None:
         """A page or blog post with its storage-format body; ``None`` when it no longer exists."""
@@ -408,9 +396,7 @@ class ConfluenceClient:
     def cql_batch(self, cql: str, next_url: str | None = None) -> Batch:
         if next_url:
             return self.batch(next_url)
-        return self.batch(
-            f"{V1}/content/search", {"cql": cql, "limit": self.page_size, "expand": "container,space"}
-        )
+        return self.batch(f"{V1}/content/search", {"cql": cql, "limit": self.page_size, "expand": "container,space"})
 
 
 def _collection(kind: str) -> str:

@@ -94,9 +94,7 @@ class _RunCache:
 _SENTINEL: Any = object()
 
 
-def _checkpointed(
-    ops: Iterable[SyncOp], before: Checkpoint, after: Checkpoint
-) -> Iterator[tuple[SyncOp, Checkpoint]]:
+def _checkpointed(ops: Iterable[SyncOp], before: Checkpoint, after: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
     """All ops of one item carry ``before`` except the last, which carries ``after``."""
     pending: Any = _SENTINEL
     try:
@@ -113,9 +111,7 @@ def _checkpointed(
         yield pending, dict(after)
 
 
-def _finalised(
-    stream: Iterable[tuple[SyncOp, Checkpoint]], final: Checkpoint
-) -> Iterator[tuple[SyncOp, Checkpoint]]:
+def _finalised(stream: Iterable[tuple[SyncOp, Checkpoint]], final: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
     """Mark the run's last op with the completion checkpoint (one op of look-ahead)."""
     pending: Any = _SENTINEL
     try:
@@ -219,14 +215,11 @@ class ConfluenceConnector:
                 missing = sorted(set(self.settings.space_keys) - found)
                 if missing:
                     raise ConnectorError(
-                        "These Confluence spaces do not exist or the account cannot view them: "
-                        + ", ".join(missing)
+                        "These Confluence spaces do not exist or the account cannot view them: " + ", ".join(missing)
                     )
         except ConfluenceApiError as exc:
             if exc.status in (401, 403):
-                raise ConnectorError(
-                    "Confluence rejected the e-mail/API token; check them and the site URL"
-                ) from None
+                raise ConnectorError("Confluence rejected the e-mail/API token; check them and the site URL") from None
             if exc.status == 404:
                 raise ConnectorError("No Confluence Cloud site answers at this URL") from None
             raise
@@ -309,9 +302,7 @@ class ConfluenceConnector:
         for op in self._principal_ops(spaces):
             yield op, dict(principals_cp)
 
-    def _incremental_ops(
-        self, cql: str, base: Checkpoint, cp: Checkpoint
-    ) -> Iterator[tuple[SyncOp, Checkpoint]]:
+    def _incremental_ops(self, cql: str, base: Checkpoint, cp: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
         cursor: str | None = cp.get("cursor")
         offset = int(cp.get("offset", 0))
         last_id: str | None = cp.get("last_id")
@@ -347,9 +338,7 @@ class ConfluenceConnector:
             types.append("attachment")
         cql = f'type in ({",".join(types)}) and lastmodified >= "{local.strftime("%Y-%m-%d %H:%M")}"'
         if self.settings.space_keys:
-            keys = ",".join(
-                '"' + k.replace("\\", "").replace('"', "") + '"' for k in self.settings.space_keys
-            )
+            keys = ",".join('"' + k.replace("\\", "").replace('"', "") + '"' for k in self.settings.space_keys)
             cql += f" and space in ({keys})"
         return cql + " order by lastmodified asc"
 
@@ -419,9 +408,7 @@ class ConfluenceConnector:
                 log.info("confluence: attachment %s over the size limit, skipped", att.get("id"))
                 continue
             yield UpsertDocument(
-                attachment_document(
-                    att, data, container_kind=kind, container=item, space_key=space_key, acl=acl
-                )
+                attachment_document(att, data, container_kind=kind, container=item, space_key=space_key, acl=acl)
             )
 
     def _wanted_attachment(self, att: Mapping[str, Any]) -> bool:
@@ -489,9 +476,7 @@ class ConfluenceConnector:
         return IdentitySeen(
             principal=user_principal(account_id),
             email=email,
-            email_verified=bool(email)
-            and account_type == "atlassian"
-            and self.settings.trust_atlassian_emails,
+            email_verified=bool(email) and account_type == "atlassian" and self.settings.trust_atlassian_emails,
             display_name=str(user.get("displayName") or user.get("publicName") or ""),
             is_guest=bool(user.get("isExternalCollaborator")) or account_type == "customer",
             is_bot=account_type == "app",

@@ -218,9 +218,7 @@ class GraphClient:
             except Exception as exc:
                 limited = _rate_limited_seconds(exc)
                 if limited is not None:
-                    raise ConnectorError(
-                        "Microsoft Graph is throttling requests", retry_after=limited
-                    ) from exc
+                    raise ConnectorError("Microsoft Graph is throttling requests", retry_after=limited) from exc
                 if type(exc).__name__ == "ResponseTooLarge":
                     raise TooLarge("response too large", item=_safe_item(url)) from exc
                 if isinstance(exc, requests.RequestException) or _is_outbound_refusal(exc):
@@ -284,28 +282,20 @@ class GraphClient:
         )
 
     def lists(self, site_id: str) -> list[dict[str, Any]]:
-        return list(
-            self.paginate(f"sites/{_seg(site_id)}/lists", {"$select": "id,name,displayName,webUrl,list"})
-        )
+        return list(self.paginate(f"sites/{_seg(site_id)}/lists", {"$select": "id,name,displayName,webUrl,list"}))
 
     def list_items(self, site_id: str, list_id: str) -> Iterator[dict[str, Any]]:
         return self.paginate(f"sites/{_seg(site_id)}/lists/{_seg(list_id)}/items", {"$expand": "fields"})
 
     def list_item_ids(self, site_id: str, list_id: str) -> Iterator[dict[str, Any]]:
-        return self.paginate(
-            f"sites/{_seg(site_id)}/lists/{_seg(list_id)}/items", {"$select": "id,sharepointIds"}
-        )
+        return self.paginate(f"sites/{_seg(site_id)}/lists/{_seg(list_id)}/items", {"$select": "id,sharepointIds"})
 
     def list_item_permissions(self, site_id: str, list_id: str, item_id: str) -> list[dict[str, Any]]:
-        return list(
-            self.paginate(f"sites/{_seg(site_id)}/lists/{_seg(list_id)}/items/{_seg(item_id)}/permissions")
-        )
+        return list(self.paginate(f"sites/{_seg(site_id)}/lists/{_seg(list_id)}/items/{_seg(item_id)}/permissions"))
 
     def site_pages(self, site_id: str) -> Iterator[dict[str, Any]]:
         # The cast returns sitePage (not baseSitePage) so canvasLayout can be expanded inline.
-        return self.paginate(
-            f"sites/{_seg(site_id)}/pages/microsoft.graph.sitePage", {"$expand": "canvasLayout"}
-        )
+        return self.paginate(f"sites/{_seg(site_id)}/pages/microsoft.graph.sitePage", {"$expand": "canvasLayout"})
 
     def delta_start_url(self, drive_id: str) -> str:
         return self.url(f"drives/{_seg(drive_id)}/root/delta")
@@ -314,9 +304,7 @@ class GraphClient:
         return list(self.paginate(f"drives/{_seg(drive_id)}/items/{_seg(item_id)}/permissions"))
 
     def users(self) -> Iterator[dict[str, Any]]:
-        return self.paginate(
-            "users", {"$select": "id,displayName,mail,userPrincipalName,userType,accountEnabled"}
-        )
+        return self.paginate("users", {"$select": "id,displayName,mail,userPrincipalName,userType,accountEnabled"})
 
     def transitive_user_members(self, group_id: str) -> Iterator[dict[str, Any]]:
         # The microsoft.graph.user cast drops nested groups, devices and service principals,
@@ -429,9 +417,7 @@ def _raise_for_status(resp: requests.Response, path_or_url: str) -> None:
     status = resp.status_code
     resp.close()
     if status in (401, 403):
-        msg = (
-            "the app is not allowed to read this SharePoint resource (grant Sites.Read.All / Files.Read.All)"
-        )
+        msg = "the app is not allowed to read this SharePoint resource (grant Sites.Read.All / Files.Read.All)"
     elif status == 404:
         msg = "SharePoint resource not found"
     else:

@@ -185,9 +185,7 @@ def is_published(page: Mapping[str, Any]) -> bool:
     return isinstance(state, Mapping) and state.get("level") == "published"
 
 
-def document_from_site_page(
-    page: Mapping[str, Any], *, site_id: str, container: str, acl: Acl
-) -> SourceDocument:
+def document_from_site_page(page: Mapping[str, Any], *, site_id: str, container: str, acl: Acl) -> SourceDocument:
     return SourceDocument(
         external_id=sitepage_external_id(site_id, str(page["id"])),
         title=str(page.get("title") or page.get("name") or ""),

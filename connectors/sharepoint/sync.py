@@ -102,9 +102,7 @@ class _State:
 
     def __init__(self, checkpoint: Checkpoint, run: str) -> None:
         data = copy.deepcopy(dict(checkpoint or {}))
-        resuming = (
-            data.get("version") == CHECKPOINT_VERSION and data.get("run") == run and not data.get("complete")
-        )
+        resuming = data.get("version") == CHECKPOINT_VERSION and data.get("run") == run and not data.get("complete")
         if not resuming:
             keep = {} if run == "full" else {k: data[k] for k in _PERSISTENT if k in data}
             data = {"version": CHECKPOINT_VERSION, "run": run, "complete": False, "done": [], "cursor": None}
@@ -293,9 +291,7 @@ class SharePointConnector:
                 continue
             return page.delta_link, extra
 
-    def _drive_unit(
-        self, st: _State, ctx: _Site, drive: dict[str, Any], key: str, mode: str
-    ) -> Iterator[_Event]:
+    def _drive_unit(self, st: _State, ctx: _Site, drive: dict[str, Any], key: str, mode: str) -> Iterator[_Event]:
         drive_id = str(drive["id"])
         container = container_for(ctx.site, str(drive.get("name") or ""))
         start = self.client.delta_start_url(drive_id)
@@ -340,9 +336,7 @@ class SharePointConnector:
         )
         return [UpsertDocument(doc)]
 
-    def _list_unit(
-        self, st: _State, ctx: _Site, lst: dict[str, Any], key: str, mode: str
-    ) -> Iterator[_Event]:
+    def _list_unit(self, st: _State, ctx: _Site, lst: dict[str, Any], key: str, mode: str) -> Iterator[_Event]:
         site_id = str(ctx.site["id"])
         list_id = str(lst["id"])
         container = container_for(ctx.site, str(lst.get("displayName") or lst.get("name") or ""))
@@ -363,9 +357,7 @@ class SharePointConnector:
             external_id = listitem_external_id(site_id, list_id, str(item["id"]))
             if mode == "permissions":
                 return [UpdateAcl(external_id, acl)]
-            doc = document_from_list_item(
-                item, site_id=site_id, list_id=list_id, container=container, acl=acl
-            )
+            doc = document_from_list_item(item, site_id=site_id, list_id=list_id, container=container, acl=acl)
             return [UpsertDocument(doc)]
 
         _, extra = yield from self._walk(st, key, start, handle)
@@ -409,9 +401,7 @@ class SharePointConnector:
             external_id = sitepage_external_id(site_id, str(page["id"]))
             if mode == "permissions":
                 return [UpdateAcl(external_id, acl)]
-            return [
-                UpsertDocument(document_from_site_page(page, site_id=site_id, container=container, acl=acl))
-            ]
+            return [UpsertDocument(document_from_site_page(page, site_id=site_id, container=container, acl=acl))]
 
         _, extra = yield from self._walk(st, key, start, handle)
         if mode != "permissions":
@@ -507,9 +497,7 @@ class SharePointConnector:
     def _site(self, site_id: str) -> _Site:
         if site_id not in self._sites:
             site = self.client.site(site_id)
-            lists = (
-                self.client.lists(site_id) if (self.config.include_lists or self.config.include_pages) else []
-            )
+            lists = self.client.lists(site_id) if (self.config.include_lists or self.config.include_pages) else []
             pages_list_id = next(
                 (str(x["id"]) for x in lists if (x.get("list") or {}).get("template") == _PAGES_TEMPLATE),
                 None,

@@ -203,9 +203,7 @@ class SlackClient:
             raise _connector_error(method, exc) from None
         except (SlackClientError, OSError) as exc:
             # OSError covers URLError/timeouts; the text never includes the token.
-            raise ConnectorError(
-                f"Could not reach Slack ({method}): {type(exc).__name__}", item=method
-            ) from None
+            raise ConnectorError(f"Could not reach Slack ({method}): {type(exc).__name__}", item=method) from None
         data = response.data
         if not isinstance(data, dict):
             raise ConnectorError(f"Slack returned an unexpected response to {method}", item=method)
@@ -257,9 +255,7 @@ class SlackClient:
     def iter_channels(
         self, *, types: str = "public_channel,private_channel", exclude_archived: bool = False
     ) -> Iterator[dict[str, Any]]:
-        yield from self._paginate(
-            "conversations.list", "channels", types=types, exclude_archived=exclude_archived
-        )
+        yield from self._paginate("conversations.list", "channels", types=types, exclude_archived=exclude_archived)
 
     def iter_users(self) -> Iterator[dict[str, Any]]:
         yield from self._paginate("users.list", "members")

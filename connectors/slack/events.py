@@ -135,9 +135,7 @@ def handle_event(payload: Mapping[str, Any], context: WorkspaceContext | None = 
     dedupe_key = str(payload["event_id"]) if payload.get("event_id") else None
     team_id = str(payload.get("team_id") or "")
     if outer_type != "event_callback" or not isinstance(payload.get("event"), Mapping):
-        return EventResult(
-            kind="ignored", dedupe_key=dedupe_key, team_id=team_id, reason=f"type {outer_type}"
-        )
+        return EventResult(kind="ignored", dedupe_key=dedupe_key, team_id=team_id, reason=f"type {outer_type}")
     event: Mapping[str, Any] = payload["event"]
     ctx = context or WorkspaceContext(team_id=team_id)
     inner_type = event.get("type")
@@ -150,9 +148,7 @@ def handle_event(payload: Mapping[str, Any], context: WorkspaceContext | None = 
 
     if inner_type in MEMBERSHIP_EVENTS:
         channel_id = event_channel_id(event)
-        return (
-            result(refresh_channels=(channel_id,)) if channel_id else ignored(f"{inner_type} without channel")
-        )
+        return result(refresh_channels=(channel_id,)) if channel_id else ignored(f"{inner_type} without channel")
     if inner_type in WORKSPACE_EVENTS:
         return result(refresh_workspace=True)
     if inner_type != "message":

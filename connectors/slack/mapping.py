@@ -24,9 +24,7 @@ Message = Mapping[str, Any]
 # Subtypes that carry something a person wrote.  Everything else (channel_join,
 # channel_leave, channel_topic, channel_purpose, channel_name, pinned_item,
 # bot_message, tombstone, reminder_add, ...) is channel bookkeeping or bot noise.
-CONTENT_SUBTYPES: frozenset[str | None] = frozenset(
-    {None, "", "thread_broadcast", "file_share", "me_message"}
-)
+CONTENT_SUBTYPES: frozenset[str | None] = frozenset({None, "", "thread_broadcast", "file_share", "me_message"})
 
 TITLE_SNIPPET_CHARS = 80
 
@@ -104,9 +102,7 @@ def is_reply(message: Message) -> bool:
 
 def has_thread(message: Message) -> bool:
     """A thread parent (replies are fetched separately with ``conversations.replies``)."""
-    return not is_reply(message) and (
-        int(message.get("reply_count") or 0) > 0 or bool(message.get("latest_reply"))
-    )
+    return not is_reply(message) and (int(message.get("reply_count") or 0) > 0 or bool(message.get("latest_reply")))
 
 
 def is_content_message(message: Message, *, include_bot_messages: bool = False) -> bool:
@@ -169,9 +165,7 @@ def _author(message: Message, user_names: Mapping[str, str]) -> str:
     return str(message.get("username") or profile.get("name") or message.get("bot_id") or "")
 
 
-def message_to_document(
-    message: Message, channel: ChannelInfo, context: WorkspaceContext
-) -> SourceDocument | None:
+def message_to_document(message: Message, channel: ChannelInfo, context: WorkspaceContext) -> SourceDocument | None:
     """The document for one message, or ``None`` if it is not content (system message, bot noise, empty)."""
     if not is_content_message(message, include_bot_messages=context.include_bot_messages):
         return None
@@ -179,16 +173,12 @@ def message_to_document(
     channel_names = context.channel_names
     if channel.id not in channel_names:
         channel_names = {**channel_names, channel.id: channel.name}
-    text = mrkdwn_to_text(
-        str(message.get("text") or ""), user_names=context.user_names, channel_names=channel_names
-    )
+    text = mrkdwn_to_text(str(message.get("text") or ""), user_names=context.user_names, channel_names=channel_names)
     author = _author(message, context.user_names)
     thread_ts = str(message["thread_ts"]) if is_reply(message) else None
 
     first_line = text.strip().splitlines()[0] if text.strip() else ""
-    snippet = (
-        first_line if len(first_line) <= TITLE_SNIPPET_CHARS else first_line[: TITLE_SNIPPET_CHARS - 1] + "…"
-    )
+    snippet = first_line if len(first_line) <= TITLE_SNIPPET_CHARS else first_line[: TITLE_SNIPPET_CHARS - 1] + "…"
     edited = message.get("edited") or {}
     metadata = {"channel_id": channel.id, "team_id": context.team_id, "ts": ts}
     if message.get("user"):

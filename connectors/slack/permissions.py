@@ -91,9 +91,7 @@ def channel_members_op(
 
     A member missing from ``users`` is dropped (fail closed): we cannot tell it is a person.
     """
-    members = sorted(
-        {user_principal(uid) for uid in member_ids if uid in users and is_active_human(users[uid])}
-    )
+    members = sorted({user_principal(uid) for uid in member_ids if uid in users and is_active_human(users[uid])})
     return SetGroupMembers(
         group_principal=channel_principal(channel_id),
         member_principals=tuple(members),

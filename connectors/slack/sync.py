@@ -331,8 +331,7 @@ class SlackConnector:
     def _load_channels(self, refresh: bool = False) -> dict[str, ChannelInfo]:
         if self._channels is None or refresh:
             self._channels = {
-                str(c["id"]): ChannelInfo.from_api(c)
-                for c in self.client.iter_channels(types=self.channel_types)
+                str(c["id"]): ChannelInfo.from_api(c) for c in self.client.iter_channels(types=self.channel_types)
             }
             self._context_cache = None
         return self._channels

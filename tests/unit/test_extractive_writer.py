@@ -152,7 +152,9 @@ def test_sentences_containing_an_excluded_term_are_skipped() -> None:
 
 
 def test_exclusions_match_inflected_words_but_not_substrings() -> None:
-    evidence = [make_evidence("E", "Publishers need a restart for parallel apply. Republishing parallel apply is safe.")]
+    evidence = [
+        make_evidence("E", "Publishers need a restart for parallel apply. Republishing parallel apply is safe.")
+    ]
     plan = make_plan("parallel apply", exclude=("publisher",))
     assert [c.text for c in ExtractiveWriter().write(plan, evidence)] == ["Republishing parallel apply is safe."]
 
@@ -192,8 +194,9 @@ def test_a_quoted_phrase_lifts_the_sentence_that_contains_it() -> None:
     ]
     plain = ExtractiveWriter().write(make_plan("replication lag"), evidence)
     assert plain[0].citations[0].evidence_id == "A"
-    phrased = ExtractiveWriter().write(make_plan('"lag in replication"', text="lag in replication",
-                                                 phrases=("lag in replication",)), evidence)
+    phrased = ExtractiveWriter().write(
+        make_plan('"lag in replication"', text="lag in replication", phrases=("lag in replication",)), evidence
+    )
     assert phrased[0].citations[0].evidence_id == "B"
 
 

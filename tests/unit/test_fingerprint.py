@@ -36,9 +36,7 @@ def test_it_drops_every_listed_tracking_param() -> None:
 
 
 def test_query_order_does_not_change_the_canonical_url() -> None:
-    assert canonical_url("http://example.com/s?b=2&a=1&c=") == canonical_url(
-        "http://example.com/s?c=&a=1&b=2"
-    )
+    assert canonical_url("http://example.com/s?b=2&a=1&c=") == canonical_url("http://example.com/s?c=&a=1&b=2")
     assert canonical_url("http://example.com/s?b=2&a=1") == "http://example.com/s?a=1&b=2"
 
 
@@ -51,10 +49,7 @@ def test_it_resolves_dot_segments_and_trailing_slashes() -> None:
 
 def test_it_normalises_percent_encoding() -> None:
     # %7e is an escaped unreserved "~" and is decoded; other escapes keep upper-case hex.
-    assert (
-        canonical_url("http://example.com/%7euser/a%2fb%e2%82%ac")
-        == "http://example.com/~user/a%2Fb%E2%82%AC"
-    )
+    assert canonical_url("http://example.com/%7euser/a%2fb%e2%82%ac") == "http://example.com/~user/a%2Fb%E2%82%AC"
     assert canonical_url("http://example.com/a b") == "http://example.com/a%20b"
 
 

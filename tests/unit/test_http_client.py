@@ -282,9 +282,7 @@ def test_urls_with_credentials_are_refused_without_echoing_the_password(
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
-def test_peer_address_is_rechecked_after_connect_to_defeat_dns_rebinding(
-    server: LocalServer, scheme: str
-) -> None:
+def test_peer_address_is_rechecked_after_connect_to_defeat_dns_rebinding(server: LocalServer, scheme: str) -> None:
     # The validation resolver says "public"; the real connect lands on loopback, as a rebinding
     # attacker's DNS would arrange. The connected socket's peer address must stop the request (for
     # https before the TLS handshake, so the plain-HTTP test server is never spoken to at all).
@@ -402,18 +400,14 @@ def test_https_to_http_downgrade_is_refused_before_sending(
     assert connect_log == []
 
 
-def test_redirect_chains_longer_than_the_limit_are_refused(
-    local_session: HardenedSession, server: LocalServer
-) -> None:
+def test_redirect_chains_longer_than_the_limit_are_refused(local_session: HardenedSession, server: LocalServer) -> None:
     url = server.route("/loop", Reply(302, {"Location": "/loop"}, b""))
     with pytest.raises(BlockedDestination, match="redirects"):
         local_session.get(url, follow_redirects=True, max_redirects=2)
     assert server.paths_hit() == ["/loop"] * 3
 
 
-def test_a_303_after_post_is_followed_with_a_bodiless_get(
-    local_session: HardenedSession, server: LocalServer
-) -> None:
+def test_a_303_after_post_is_followed_with_a_bodiless_get(local_session: HardenedSession, server: LocalServer) -> None:
     url = server.route("/form", Reply(303, {"Location": "/done"}, b""))
     server.route("/done", Reply(body=b"done"))
     response = local_session.post(url, data=b"payload", follow_redirects=True)
@@ -486,9 +480,7 @@ NOW = 1_700_000_000.0
         (None, None),
     ],
 )
-def test_retry_after_parses_seconds_fractions_and_http_dates(
-    value: str | None, expected: float | None
-) -> None:
+def test_retry_after_parses_seconds_fractions_and_http_dates(value: str | None, expected: float | None) -> None:
     assert parse_retry_after(value, now=NOW) == (pytest.approx(expected) if expected is not None else None)
 
 
@@ -675,9 +667,7 @@ def local_fetcher(server: LocalServer, *extra_prefixes: str, **kwargs: Any) -> S
 
 def test_fetch_of_an_allow_listed_url_returns_body_hash_and_metadata(server: LocalServer) -> None:
     body = b"<html><p>Handbook</p></html>"
-    url = server.route(
-        "/docs/handbook", Reply(headers={"Content-Type": "text/html; charset=utf-8"}, body=body)
-    )
+    url = server.route("/docs/handbook", Reply(headers={"Content-Type": "text/html; charset=utf-8"}, body=body))
     result = local_fetcher(server).fetch(url)
     assert result.final_url == url
     assert result.status == 200
@@ -732,9 +722,7 @@ def test_fetch_refuses_loopback_unless_the_test_flag_is_set(server: LocalServer)
         "http://internal.example/docs",  # allow-listed name that resolves to a private address
     ],
 )
-def test_fetch_applies_address_checks_even_to_allow_listed_urls(
-    url: str, connect_log: list[tuple[Any, ...]]
-) -> None:
+def test_fetch_applies_address_checks_even_to_allow_listed_urls(url: str, connect_log: list[tuple[Any, ...]]) -> None:
     fetcher = SafeFetcher(
         ["http://169.254.169.254/", "http://10.0.0.1/", "http://[fd00::1]/", "http://internal.example/"],
         resolver=fixed_resolver("192.168.0.10"),
@@ -773,9 +761,7 @@ def test_every_redirect_hop_of_a_fetch_is_validated_before_connecting(
 
 
 def test_fetch_refuses_content_types_outside_its_list(server: LocalServer) -> None:
-    binary = server.route(
-        "/docs/bin", Reply(headers={"Content-Type": "application/octet-stream"}, body=b"\0")
-    )
+    binary = server.route("/docs/bin", Reply(headers={"Content-Type": "application/octet-stream"}, body=b"\0"))
     untyped = server.route("/docs/untyped", Reply(headers={}, body=b"?"))
     fetcher = local_fetcher(server)
     with pytest.raises(UnsupportedContentType):

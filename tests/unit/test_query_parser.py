@@ -100,9 +100,7 @@ CASES = [
     Case("SOC 2 evidence, excluding screenshots, newest first", exclude=("screenshots",), latest=True),
     Case("security review checklist without the legal sign-off", exclude=("legal sign-off",)),
     Case("on-call handbook for SREs, but not for managers", exclude=("managers",), scope=("SREs",)),
-    Case(
-        "backup retention policy other than S3 before:2024-06-01", exclude=("S3",), time=(None, D(2024, 6, 1))
-    ),
+    Case("backup retention policy other than S3 before:2024-06-01", exclude=("S3",), time=(None, D(2024, 6, 1))),
     Case(
         "release notes from yesterday, not drafts",
         exclude=("drafts",),
@@ -126,9 +124,7 @@ CASES = [
         exclude=("international trips",),
         time=(D(2025, 1, 1), D(2026, 1, 1)),
     ),
-    Case(
-        "API rate limits for v2, not v1, space:ENG", exclude=("v1",), scope=("v2",), containers=("space:ENG",)
-    ),
+    Case("API rate limits for v2, not v1, space:ENG", exclude=("v1",), scope=("v2",), containers=("space:ENG",)),
     Case(
         "status of the migration last 3 months -staging -qa",
         exclude=("staging", "qa"),
@@ -318,9 +314,7 @@ def test_constraints_enforced_as_filters_names_only_the_constraints_present() ->
 
 
 def test_operators_are_removed_from_text_and_collected() -> None:
-    parsed = parse(
-        'deploy -staging "blue green" source:Slack channel:#ops space:ENG site:"Finance Team" after:2024-03'
-    )
+    parsed = parse('deploy -staging "blue green" source:Slack channel:#ops space:ENG site:"Finance Team" after:2024-03')
 
     assert parsed.text == 'deploy "blue green"'
     assert parsed.phrases == ("blue green",)
@@ -431,9 +425,7 @@ def test_time_phrases_resolve_against_as_of_and_keep_the_words_as_label(
 def test_calendar_periods_roll_back_across_a_year_boundary() -> None:
     january = datetime(2026, 1, 15)
 
-    assert parse("x last quarter", january).time == TimeScope(
-        date(2025, 10, 1), date(2026, 1, 1), "last quarter"
-    )
+    assert parse("x last quarter", january).time == TimeScope(date(2025, 10, 1), date(2026, 1, 1), "last quarter")
     assert parse("x last month", january).time == TimeScope(date(2025, 12, 1), date(2026, 1, 1), "last month")
 
 

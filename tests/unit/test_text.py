@@ -21,9 +21,7 @@ CONFLUENCE = "application/vnd.atlassian.storage+xml"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PDF = "application/pdf"
 
-PDF_PATH = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sec10q" / "docs" / "2023 Q2 AAPL.pdf"
-)
+PDF_PATH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sec10q" / "docs" / "2023 Q2 AAPL.pdf"
 
 
 def _assert_well_formed(result: ExtractedText) -> None:
@@ -34,9 +32,7 @@ def _assert_well_formed(result: ExtractedText) -> None:
         assert paragraph, "empty paragraph"
         assert paragraph == " ".join(paragraph.split())
     for heading in result.headings:
-        assert result.text[heading.offset :].startswith(heading.title + "\n\n") or result.text.endswith(
-            heading.title
-        )
+        assert result.text[heading.offset :].startswith(heading.title + "\n\n") or result.text.endswith(heading.title)
         assert heading.offset == 0 or result.text[heading.offset - 2 : heading.offset] == "\n\n"
 
 

@@ -67,7 +67,10 @@ ALL_IDS = frozenset(EVIDENCE)
 
 
 def test_normalise_ws_straightens_quotes_dashes_and_whitespace() -> None:
-    assert normalise_ws("  \u201cIt\u2019s\u201d \u2013 on\u00a0by \u2014 default\n\tnow ") == '"It\'s" - on by - default now'
+    assert (
+        normalise_ws("  \u201cIt\u2019s\u201d \u2013 on\u00a0by \u2014 default\n\tnow ")
+        == '"It\'s" - on by - default now'
+    )
 
 
 def test_normalise_ws_applies_nfkc_and_drops_soft_hyphens() -> None:
@@ -138,7 +141,8 @@ def test_a_different_number_for_the_same_quantity_is_contradicted() -> None:
 
 def test_a_different_date_is_contradicted() -> None:
     label, _ = support_label(
-        "Security fixes for Foo 3.2 end on 2026-07-30.", "Foo 3.2: security fixes until 2026-06-30; end of life 2026-12-31"
+        "Security fixes for Foo 3.2 end on 2026-07-30.",
+        "Foo 3.2: security fixes until 2026-06-30; end of life 2026-12-31",
     )
     assert label == "contradicted"
 
@@ -243,7 +247,9 @@ def test_a_claim_without_citations_fails_the_quote_check() -> None:
 
 
 def test_a_short_quote_still_matches_but_is_flagged() -> None:
-    result = verify_claim(claim("Parallel apply cuts lag.", ("S3", "cuts")), EVIDENCE, make_plan(), authorised_ids=ALL_IDS)
+    result = verify_claim(
+        claim("Parallel apply cuts lag.", ("S3", "cuts")), EVIDENCE, make_plan(), authorised_ids=ALL_IDS
+    )
     assert result.quote_ok
     assert "short_quote" in result.reasons
 

@@ -38,7 +38,9 @@ class Command(BaseCommand):
             if (pending, done) != last:
                 total = pending + done
                 pct = 100 * done // total if total else 100
-                self.stdout.write(f"[cairn] ingest: {done}/{total} events applied ({pct}%), {docs} documents searchable")
+                self.stdout.write(
+                    f"[cairn] ingest: {done}/{total} events applied ({pct}%), {docs} documents searchable"
+                )
                 self.stdout.flush()
                 last = (pending, done)
             if not opts["follow"] or pending == 0:

@@ -107,9 +107,7 @@ class FakeConfluence:
         with self._lock:
             self.requests.append(Recorded(path, query, status))
 
-    def _respond(
-        self, path: str, query: dict[str, str], headers: dict[str, str]
-    ) -> tuple[int, dict[str, str], bytes]:
+    def _respond(self, path: str, query: dict[str, str], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         if headers.get("authorization") != self.auth:
             return 401, {}, b'{"message": "Unauthorized"}'
         if path in self.throttle_once:

@@ -85,16 +85,11 @@ def test_the_next_cursor_is_read_from_the_link_header() -> None:
 def test_links_resolve_under_wiki_and_never_leave_the_site() -> None:
     client = ConfluenceClient("https://acme.atlassian.net/wiki/", session=requests.Session())
 
-    assert (
-        client.url("/wiki/api/v2/spaces?cursor=a") == "https://acme.atlassian.net/wiki/api/v2/spaces?cursor=a"
-    )
+    assert client.url("/wiki/api/v2/spaces?cursor=a") == "https://acme.atlassian.net/wiki/api/v2/spaces?cursor=a"
     assert client.url("/rest/api/content/search?cursor=b") == (
         "https://acme.atlassian.net/wiki/rest/api/content/search?cursor=b"
     )
-    assert (
-        client.url("/download/attachments/1/a.pdf")
-        == "https://acme.atlassian.net/wiki/download/attachments/1/a.pdf"
-    )
+    assert client.url("/download/attachments/1/a.pdf") == "https://acme.atlassian.net/wiki/download/attachments/1/a.pdf"
     with pytest.raises(ConnectorError):
         client.url("https://evil.example/wiki/api/v2/spaces")
 

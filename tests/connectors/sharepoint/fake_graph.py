@@ -27,9 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-FIXTURE = (
-    Path(__file__).resolve().parents[3] / "connectors" / "sharepoint" / "fixtures" / "contoso_tenant.json"
-)
+FIXTURE = Path(__file__).resolve().parents[3] / "connectors" / "sharepoint" / "fixtures" / "contoso_tenant.json"
 CLIENT_ID = "app-client-id"
 CLIENT_SECRET = "s3cr3t-value"
 PAGE_SIZE = 2
@@ -58,9 +56,7 @@ def write_self_signed_cert(directory: Path) -> tuple[Path, Path]:
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return cert_path, key_path
 
@@ -115,9 +111,7 @@ class FakeGraph:
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.base = f"https://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     # -- lifecycle / knobs ----------------------------------------------------------------
 
@@ -265,9 +259,7 @@ class FakeGraph:
             rows.append(row)
         return 200, {}, self._paged(f"/v1.0/sites/{site_id}/lists/{list_id}/items", self._query, rows)
 
-    def _list_item_permissions(
-        self, site_id: str, list_id: str, item_id: str
-    ) -> tuple[int, dict[str, str], Any]:
+    def _list_item_permissions(self, site_id: str, list_id: str, item_id: str) -> tuple[int, dict[str, str], Any]:
         item = next(i for i in self.site["list_items"][list_id] if i["id"] == item_id)
         return 200, {}, {"value": item["permissions"]}
 
@@ -317,9 +309,7 @@ class FakeGraph:
                 pass
 
             def _reply(self, status: int, headers: dict[str, str], body: Any) -> None:
-                raw = (
-                    body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
-                )
+                raw = body if isinstance(body, bytes) else (b"" if body is None else json.dumps(body).encode())
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -339,14 +329,10 @@ class FakeGraph:
                     for fault in fake.faults:
                         if fault.times > 0 and re.search(fault.path_pattern, parts.path):
                             fault.times -= 1
-                            return self._reply(
-                                fault.status, fault.headers, fault.body or {"error": {"code": "x"}}
-                            )
+                            return self._reply(fault.status, fault.headers, fault.body or {"error": {"code": "x"}})
                     self._route(method, parts.path, query, form)
 
-            def _route(
-                self, method: str, path: str, query: dict[str, str], form: dict[str, list[str]]
-            ) -> None:
+            def _route(self, method: str, path: str, query: dict[str, str], form: dict[str, list[str]]) -> None:
                 tenant = fake.tenant_id
                 if path == f"/{tenant}/v2.0/.well-known/openid-configuration":
                     return self._reply(
@@ -368,15 +354,11 @@ class FakeGraph:
                         return self._reply(401, {}, {"error": "invalid_client"})
                     token = f"graph-token-{len(fake.tokens_issued) + 1}"
                     fake.tokens_issued.append(token)
-                    return self._reply(
-                        200, {}, {"token_type": "Bearer", "expires_in": 3599, "access_token": token}
-                    )
+                    return self._reply(200, {}, {"token_type": "Bearer", "expires_in": 3599, "access_token": token})
                 if path.startswith("/_layouts/download/"):
                     drive_id, item_id = path.removeprefix("/_layouts/download/").split("/")
                     item = fake._item(unquote(drive_id), unquote(item_id))
-                    return self._reply(
-                        200, {"Content-Type": "application/octet-stream"}, item["content"].encode()
-                    )
+                    return self._reply(200, {"Content-Type": "application/octet-stream"}, item["content"].encode())
                 if path.startswith("/v1.0/"):
                     auth = self.headers.get("Authorization", "")
                     if auth.removeprefix("Bearer ") not in fake.tokens_issued:

@@ -70,9 +70,7 @@ def connector(graph: FakeGraph, cert: tuple[Path, Path], sleeps: list[float]) ->
         graph_base_url=f"{graph.base}/v1.0",
         authority_host=graph.base,
     )
-    return SharePointConnector(
-        config, session=_session(graph, cert[0]), sleep=sleeps.append, jitter=lambda: 0.5
-    )
+    return SharePointConnector(config, session=_session(graph, cert[0]), sleep=sleeps.append, jitter=lambda: 0.5)
 
 
 def _doc_id(item_id: str) -> str:
@@ -185,9 +183,7 @@ def test_a_410_on_the_delta_link_resyncs_that_drive_from_scratch(
     ops = index.apply(connector.incremental_sync(index.checkpoint))
 
     resynced = sorted(op.doc.external_id for op in ops_of(UpsertDocument, ops))
-    assert resynced == sorted(
-        _doc_id(i) for i in ("i-budget", "i-handbook", "i-notes", "i-press", "i-secret")
-    )
+    assert resynced == sorted(_doc_id(i) for i in ("i-budget", "i-handbook", "i-notes", "i-press", "i-secret"))
     assert "token=" in index.checkpoint["delta_links"][DOCS]
     assert index.apply(connector.incremental_sync(index.checkpoint)) == []
 

@@ -37,9 +37,7 @@ def test_the_validation_token_is_echoed_decoded_as_plain_text() -> None:
 
 
 def test_a_notification_with_a_wrong_client_state_is_rejected() -> None:
-    payload = {
-        "value": [{"subscriptionId": "sub-1", "clientState": "guess", "resource": "drives/b!docs/root"}]
-    }
+    payload = {"value": [{"subscriptionId": "sub-1", "clientState": "guess", "resource": "drives/b!docs/root"}]}
 
     batch = handle_notifications(payload, client_states=SECRETS, subscription_drives=DRIVES, tenant_id=TENANT)
 
@@ -62,9 +60,7 @@ def test_notifications_for_one_drive_collapse_into_one_delta_for_that_drive() ->
 
 
 def test_a_notification_from_another_tenant_is_rejected_even_with_the_right_state() -> None:
-    payload = {
-        "value": [{"subscriptionId": "sub-1", "clientState": "client-state-secret", "tenantId": "evil"}]
-    }
+    payload = {"value": [{"subscriptionId": "sub-1", "clientState": "client-state-secret", "tenantId": "evil"}]}
 
     batch = handle_notifications(payload, client_states=SECRETS, subscription_drives=DRIVES, tenant_id=TENANT)
 
@@ -79,9 +75,7 @@ def test_a_notification_from_another_tenant_is_rejected_even_with_the_right_stat
         ("missed", False, False),
     ],
 )
-def test_lifecycle_events_say_what_to_do_and_always_ask_for_a_delta(
-    event: str, renew: bool, recreate: bool
-) -> None:
+def test_lifecycle_events_say_what_to_do_and_always_ask_for_a_delta(event: str, renew: bool, recreate: bool) -> None:
     n = {
         "subscriptionId": "sub-1",
         "clientState": "client-state-secret",
@@ -89,9 +83,7 @@ def test_lifecycle_events_say_what_to_do_and_always_ask_for_a_delta(
         "subscriptionExpirationDateTime": "2025-01-02T00:00:00Z",
     }
 
-    batch = handle_notifications(
-        {"value": [n, n]}, client_states=SECRETS, subscription_drives=DRIVES, tenant_id=TENANT
-    )
+    batch = handle_notifications({"value": [n, n]}, client_states=SECRETS, subscription_drives=DRIVES, tenant_id=TENANT)
 
     (action,) = batch.lifecycle
     assert (action.renew_subscription, action.recreate_subscription, action.delta_drive_id) == (
@@ -121,9 +113,7 @@ def test_every_read_grant_joins_one_clause_of_alternatives() -> None:
         {
             "roles": ["read"],
             "grantedToV2": {
-                "siteUser": {
-                    "loginName": "c:0o.c|federateddirectoryclaimprovider|0d7f0e1a-0000-4000-8000-000000000001"
-                }
+                "siteUser": {"loginName": "c:0o.c|federateddirectoryclaimprovider|0d7f0e1a-0000-4000-8000-000000000001"}
             },
         },
         {"roles": ["owner"], "link": {"scope": "organization"}},

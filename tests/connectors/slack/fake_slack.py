@@ -50,9 +50,7 @@ class FakeSlack:
     def fail_call(self, method: str, nth: int, status: int = 500) -> None:
         self._inject(method, status, {}, {"ok": False, "error": "internal_error"}, nth)
 
-    def _inject(
-        self, method: str, status: int, headers: dict[str, str], body: dict[str, Any], nth: int
-    ) -> None:
+    def _inject(self, method: str, status: int, headers: dict[str, str], body: dict[str, Any], nth: int) -> None:
         with self.lock:
             self.injected.append(Injected(method, status, headers, body, self._counts.get(method, 0) + nth))
 
@@ -82,9 +80,7 @@ class FakeSlack:
 
     # -- API ----------------------------------------------------------------------------------
 
-    def handle(
-        self, method: str, params: dict[str, str], token: str | None
-    ) -> tuple[int, dict[str, str], dict]:
+    def handle(self, method: str, params: dict[str, str], token: str | None) -> tuple[int, dict[str, str], dict]:
         with self.lock:
             count = self._counts[method] = self._counts.get(method, 0) + 1
             for injected in list(self.injected):
@@ -180,9 +176,7 @@ class FakeSlack:
     def _with_thread_fields(message: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
         out = copy.deepcopy(message)
         if message.get("thread_ts") == message["ts"]:
-            replies = [
-                m for m in messages if m.get("thread_ts") == message["ts"] and m["ts"] != message["ts"]
-            ]
+            replies = [m for m in messages if m.get("thread_ts") == message["ts"] and m["ts"] != message["ts"]]
             out["reply_count"] = len(replies)
             if replies:
                 out["latest_reply"] = max(replies, key=lambda m: _micros(m["ts"]))["ts"]
@@ -263,9 +257,7 @@ class FakeSlackServer:
         self.fake = fake or FakeSlack()
         handler = type("BoundHandler", (_Handler,), {"fake": self.fake})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:

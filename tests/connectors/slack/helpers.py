@@ -48,9 +48,7 @@ class Ledger:
                 self.docs[op.doc.external_id] = op.doc
         elif isinstance(op, DeleteDocument):
             stored = self.docs.get(op.external_id)
-            if stored is not None and (
-                op.source_version is None or stored.source_version <= op.source_version
-            ):
+            if stored is not None and (op.source_version is None or stored.source_version <= op.source_version):
                 del self.docs[op.external_id]
         elif isinstance(op, UpdateAcl):
             stored = self.docs.get(op.external_id)

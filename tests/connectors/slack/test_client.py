@@ -25,9 +25,7 @@ def test_a_429_with_a_fractional_retry_after_is_waited_out_then_retried(server: 
 
     page = client.history_page("C0PROJ")
 
-    (limited_at, _, first_status), (retried_at, _, second_status) = server.fake.calls_to(
-        "conversations.history"
-    )
+    (limited_at, _, first_status), (retried_at, _, second_status) = server.fake.calls_to("conversations.history")
     assert (first_status, second_status) == (429, 200)
     assert 0.5 <= retried_at - limited_at < 1.0  # honoured, and jitter stays small
     assert 0.5 <= client.rate_limit_handler.waits[0] <= 0.55

@@ -124,9 +124,7 @@ def test_message_changed_upserts_the_new_text_at_the_edit_timestamp() -> None:
 
 
 def test_message_deleted_deletes_the_document_named_by_deleted_ts() -> None:
-    assert handle_event(EVENTS["message_deleted"], CONTEXT).ops == (
-        DeleteDocument("msg:C0GENERAL:1717000100.000200"),
-    )
+    assert handle_event(EVENTS["message_deleted"], CONTEXT).ops == (DeleteDocument("msg:C0GENERAL:1717000100.000200"),)
 
 
 def test_a_deleted_thread_parent_left_as_a_tombstone_is_deleted() -> None:
@@ -170,9 +168,7 @@ def test_a_channel_join_system_message_is_not_content_but_refreshes_membership()
         ("channel_created", "C0NEW"),
     ],
 )
-def test_membership_and_lifecycle_events_ask_for_a_channel_membership_refresh(
-    name: str, channel: str
-) -> None:
+def test_membership_and_lifecycle_events_ask_for_a_channel_membership_refresh(name: str, channel: str) -> None:
     result = handle_event(EVENTS[name], CONTEXT)
 
     assert result.kind == "event"

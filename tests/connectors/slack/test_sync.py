@@ -17,9 +17,7 @@ from connectors.slack.sync import SlackConnector
 from tests.connectors.slack.fake_slack import TOKEN, FakeSlackServer, iter_fixture_ids
 from tests.connectors.slack.helpers import CAST, Ledger, ops_of
 
-EVENTS = json.loads(
-    (Path(__file__).resolve().parents[3] / "connectors/slack/fixtures/events.json").read_text()
-)
+EVENTS = json.loads((Path(__file__).resolve().parents[3] / "connectors/slack/fixtures/events.json").read_text())
 
 GENERAL = {
     "msg:C0GENERAL:1717000100.000200",
@@ -46,9 +44,7 @@ def make_connector(
     token: str = TOKEN,
     page_size: int = 200,
 ) -> SlackConnector:
-    client = SlackClient(
-        token, base_url=server.base_url, pacing=pacing, page_size=page_size, retry_jitter_s=0.0
-    )
+    client = SlackClient(token, base_url=server.base_url, pacing=pacing, page_size=page_size, retry_jitter_s=0.0)
     return SlackConnector(client, inbox=inbox)
 
 
@@ -80,9 +76,7 @@ def test_a_private_channel_is_decided_by_is_private_not_by_its_c_prefixed_id(ser
     _, ledger = synced(server)
 
     assert ledger.docs["msg:C0SECRET:1717000800.001100"].acl == (("slack:channel:C0SECRET",),)
-    assert ledger.docs["msg:C0PROJ:1717000600.000900"].acl == (
-        ("slack:channel:C0PROJ", "slack:workspace:T0CAIRN"),
-    )
+    assert ledger.docs["msg:C0PROJ:1717000600.000900"].acl == (("slack:channel:C0PROJ", "slack:workspace:T0CAIRN"),)
 
 
 def test_bots_slackbot_and_deactivated_users_are_never_group_members(server: FakeSlackServer) -> None:
@@ -110,15 +104,10 @@ def test_identities_are_reported_for_users_with_an_email_with_guest_and_deactiva
     server: FakeSlackServer,
 ) -> None:
     connector = make_connector(server)
-    identities = {
-        op.principal: op for op in ops_of(connector.permission_sync({})) if isinstance(op, IdentitySeen)
-    }
+    identities = {op.principal: op for op in ops_of(connector.permission_sync({})) if isinstance(op, IdentitySeen)}
 
     assert set(identities) == {f"slack:user:{CAST[n]}" for n in ("alice", "bob", "carol", "gail", "dan")}
-    assert (
-        identities["slack:user:U0GAIL"].is_guest
-        and identities["slack:user:U0GAIL"].email == "gail@vendor.test"
-    )
+    assert identities["slack:user:U0GAIL"].is_guest and identities["slack:user:U0GAIL"].email == "gail@vendor.test"
     assert identities["slack:user:U0DAN"].deactivated
     assert identities["slack:user:U0ALICE"].email_verified
 
@@ -171,9 +160,7 @@ def test_a_guest_loses_a_public_channel_after_member_left_channel_and_a_permissi
     ops = ops_of(connector.incremental_sync({}))
     ledger.apply_all(ops)
 
-    assert ops == [
-        SetGroupMembers("slack:channel:C0PROJ", ("slack:user:U0ALICE",), display_name="#project-x")
-    ]
+    assert ops == [SetGroupMembers("slack:channel:C0PROJ", ("slack:user:U0ALICE",), display_name="#project-x")]
     assert ledger.readable(CAST["gail"]) == set()
     assert ledger.readable(CAST["bob"]) == GENERAL | PROJECT_X  # full members keep public channels
 
@@ -234,9 +221,7 @@ def test_events_from_another_workspace_are_ignored(server: FakeSlackServer) -> N
 
 def test_membership_and_archive_events_refresh_the_channel_membership(server: FakeSlackServer) -> None:
     server.fake.add_member("C0PROJ", "U0BOB")
-    inbox = InMemoryEventInbox(
-        [EVENTS["member_joined_channel"], EVENTS["channel_archive"], EVENTS["group_archive"]]
-    )
+    inbox = InMemoryEventInbox([EVENTS["member_joined_channel"], EVENTS["channel_archive"], EVENTS["group_archive"]])
     connector = make_connector(server, inbox=inbox)
 
     ops = ops_of(connector.incremental_sync({}))
