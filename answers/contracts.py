@@ -56,12 +56,51 @@ class ParsedQuery:
 
 
 @dataclass(frozen=True)
+class RewriteRecord:
+    """One rewritten retrieval query and what the constraint validator made of it."""
+
+    source: str  # "keywords", "aliases", "hop:h2", a custom rewriter's name
+    proposed: str
+    used: str | None  # the query that ran (the repair when the proposal violated a constraint); None = dropped
+    violations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One step of a decomposed question; ``query`` may contain ``{value}`` (the previous hop's value)."""
+
+    id: str
+    query: str
+    extracts: str = ""  # the relation this hop looks up ("framework"), "" for the final hop
+    subject: str = ""  # what it is looked up for ("orders-api")
+    depends_on: str = ""  # hop id whose value is bound into ``query``
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A date/number comparison the question asks for; computed in code, never by a writer."""
+
+    kind: Literal["date"]
+    operator: Literal["on_or_before", "before", "after"]
+    value: date
+    surface: str
+
+
+@dataclass(frozen=True)
 class QueryPlan:
     parsed: ParsedQuery
     as_of: datetime
     retrieval_queries: tuple[str, ...]  # the original query is always the first leg
     filters: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # Added by the planning stage (answers/planning.py); defaults keep older callers working.
+    intent: str = "answer"  # answer | navigational | multi_hop | current_version
+    rewrites: tuple[RewriteRecord, ...] = ()
+    enforced_as_filters: tuple[str, ...] = ()
+    hops: tuple[Hop, ...] = ()
+    comparison: Comparison | None = None
+    needs_current_version: bool = False
+    version_scope: str = ""  # resolved version the answer must be about ("" = any)
 
     @property
     def original(self) -> str:
@@ -88,6 +127,9 @@ class EvidenceRecord:
     version_label: str = ""
     authority_tier: int = 0
     scores: dict[str, float] = field(default_factory=dict)
+    authority: str = ""  # the tier's name in the tenant's source hierarchy
+    hop: str = ""  # the hop that retrieved it (multi-hop plans)
+    flags: tuple[str, ...] = ()  # e.g. "instructions_removed" when injected instructions were cut
 
 
 @dataclass(frozen=True)

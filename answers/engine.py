@@ -1,9 +1,24 @@
-"""The answer pipeline: plan -> retrieve -> evidence -> write -> verify -> release.
+"""The answer pipeline orchestrator: plan -> retrieve -> rerank -> evidence -> write -> verify -> conflicts -> release.
 
-Each stage exchanges the typed contracts of ``answers.contracts``.  The
-permission context is built from the authenticated user before retrieval;
-the writer only ever sees evidence records produced from authorised chunks,
-and the verifier re-checks that each cited evidence id is one of them.
+Each stage lives in its own module and exchanges the typed contracts of
+``answers.contracts``:
+
+=================  ==========================  =====================================
+stage              module                      function
+=================  ==========================  =====================================
+understand         ``answers.planning``        ``plan_question`` -> ``QueryPlan``
+retrieve + rank    here                        ``retrieve`` (hybrid search + reranker)
+"latest"/fresh     ``answers.freshness``       ``newest_indexed``, ``check_freshness``
+extract            ``answers.evidence``        ``build_evidence`` -> ``EvidenceRecord``s
+multi-hop          ``answers.multihop``        ``run_multi_hop``
+write + verify     here                        ``draft_and_verify`` (yields claims one by one)
+conflicts          ``answers.conflicts``       ``find_conflicts``
+abstain            here                        ``decide_abstention``
+=================  ==========================  =====================================
+
+The permission context is built from the authenticated user before retrieval; the
+writer only ever sees evidence records produced from authorised chunks, and the
+verifier re-checks that each cited evidence id is one of them.
 """
 
 from __future__ import annotations
@@ -11,60 +26,81 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 
+from answers.abstention import evidence_strength
+from answers.conflicts import conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
     DraftClaim,
     EvidenceRecord,
-    ParsedQuery,
     QueryPlan,
     VerificationResult,
     to_jsonable,
 )
-from answers.query_parser import parse_query
-from answers.verification import strip_unsupported_links, verifier_release, verify_claim
-from cairn.backends import embedder, writer
+from answers.evidence import build_evidence
+from answers.evidence import evidence_id as passage_evidence_id
+from answers.freshness import check_freshness, newest_indexed
+from answers.multihop import conclusion_text, run_multi_hop
+from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
+from answers.verification import (
+    strip_unsupported_calls_to_action,
+    strip_unsupported_links,
+    verifier_release,
+    verify_claim,
+    version_key,
+)
+from cairn.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
-from retrieval.models import IndexState
+from retrieval.models import Document, IndexState
 from retrieval.permissions import PermissionContext
 from retrieval.search import RankedChunk, document_results, hybrid_search
+from tenants.context import current_tenant_id
 
 MAX_EVIDENCE = 8
-PROMPT_VERSION = "none"  # the extractive writer has no prompt
+PROMPT_VERSION = "none"  # the extractive writer has no prompt; generative writers report their own
+
+# Abstention threshold on the evidence strength (idf-weighted share of the query's content
+# terms covered by the best kept claim's quote).  Tuned on SciFact claims (dev split) with
+# `python -m answers.abstention --tune` (balanced accuracy 0.744 at 0.45, n=300); see README.
+WEAK_EVIDENCE_THRESHOLD = 0.45
+
+__all__ = [
+    "ClaimOutcome",
+    "RequestFilters",
+    "WEAK_EVIDENCE_THRESHOLD",
+    "answer_question",
+    "build_plan",
+    "cache_key",
+    "decide_abstention",
+    "draft_and_verify",
+    "evidence_strength",
+    "plan_json",
+    "plan_question",
+    "release_identity",
+    "retrieve",
+    "run_search",
+    "search_filters",
+    "to_evidence",
+]
 
 
-@dataclass(frozen=True)
-class RequestFilters:
-    sources: tuple[str, ...] = ()
-    containers: tuple[str, ...] = ()
-    after: Any = None
-    before: Any = None
-    official_only: bool = False
+# --------------------------------------------------------------------------- plan
+
+
+def _tenant_aliases() -> dict[str, str]:
+    return load_aliases() if current_tenant_id() is not None else {}
 
 
 def build_plan(question: str, as_of: datetime, extra: RequestFilters) -> QueryPlan:
-    parsed: ParsedQuery = parse_query(question, as_of)
-    queries = [parsed.original]
-    if parsed.text and parsed.text != parsed.original:
-        queries.append(parsed.text)
-    after = extra.after or (parsed.time.after if parsed.time else None)
-    before = extra.before or (parsed.time.before if parsed.time else None)
-    filters = {
-        "sources": sorted(set(parsed.sources) | set(extra.sources)),
-        "containers": sorted(set(parsed.containers) | set(extra.containers)),
-        "after": after,
-        "before": before,
-        "exclude": list(parsed.exclude),
-        "phrases": list(parsed.phrases),
-        "official_only": extra.official_only,
-    }
-    return QueryPlan(parsed=parsed, as_of=as_of, retrieval_queries=tuple(queries), filters=filters)
+    """The plan for ``question`` with the current tenant's aliases (kept for existing callers)."""
+    return plan_question(question, as_of, extra, aliases=_tenant_aliases())
 
 
 def _container_value(c: str) -> str:
@@ -85,11 +121,62 @@ def search_filters(plan: QueryPlan) -> SearchFilters:
     )
 
 
+# --------------------------------------------------------------------------- retrieve + rerank
+
+
+@dataclass
+class Retrieval:
+    chunks: list[RankedChunk]
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+def _reranker() -> Any | None:
+    if "RERANKER" not in settings.CAIRN:
+        return None
+    try:
+        return get_backend("RERANKER")
+    except ImportError:
+        return None
+
+
+def retrieve(perm: PermissionContext, plan: QueryPlan, queries: Sequence[str] | None = None, *, k: int = 40,
+             rerank: bool = True) -> Retrieval:  # fmt: skip
+    """Hybrid search (ACL inside every leg), then the reranker; every signal goes to the trace."""
+    qs = list(queries or plan.retrieval_queries)
+    outcome = hybrid_search(perm, qs, search_filters(plan), k=k)
+    trace: dict[str, Any] = {
+        "queries": qs, "legs": outcome.legs, "collapsed_duplicates": outcome.collapsed,
+        "timings_ms": {k2: round(v, 1) for k2, v in outcome.timings_ms.items()},
+        "notices": list(outcome.notices),  # e.g. "OpenSearch unavailable: Postgres legs used"
+    }  # fmt: skip
+    chunks = outcome.chunks
+    reranker = _reranker() if rerank else None
+    if reranker is not None and chunks:
+        t0 = time.perf_counter()
+        ranked = reranker.rerank(qs[0], plan, chunks, top_n=50)
+        chunks = list(ranked.chunks)
+        trace["rerank"] = {
+            "name": ranked.name, "version": ranked.version,
+            "ms": round((time.perf_counter() - t0) * 1000, 1),
+            "signals": {str(cid): sig for cid, sig in ranked.signals.items()},
+        }  # fmt: skip
+    return Retrieval(chunks=chunks, trace=trace)
+
+
+def _doc_texts(perm: PermissionContext, chunks: Sequence[RankedChunk]) -> dict[int, str]:
+    ids = list({c.document_id for c in chunks})
+    if not ids:
+        return {}
+    rows = Document.objects.filter(pk__in=ids, acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
+    return dict(rows.values_list("id", "text"))
+
+
 def evidence_id(chunk: RankedChunk) -> str:
-    return "E" + hashlib.sha256(f"{chunk.chunk_id}:{chunk.snapshot_sha256}".encode()).hexdigest()[:12]
+    return passage_evidence_id(chunk.document_id, chunk.snapshot_sha256, chunk.char_start, chunk.char_end)
 
 
 def to_evidence(chunks: list[RankedChunk]) -> list[EvidenceRecord]:
+    """Whole chunks as evidence (kept for callers that reuse earlier chunks, e.g. follow-ups)."""
     return [
         EvidenceRecord(
             id=evidence_id(c),
@@ -113,16 +200,116 @@ def to_evidence(chunks: list[RankedChunk]) -> list[EvidenceRecord]:
     ]
 
 
-def release_identity() -> dict[str, Any]:
-    w = writer()
+# --------------------------------------------------------------------------- write + verify
+
+
+def _tenant_writer() -> tuple[Any, list[str]]:
+    from answers.writers import writer_for_tenant
+
+    if current_tenant_id() is None:
+        return get_backend("WRITER"), []
+    return writer_for_tenant()
+
+
+def release_identity(writer: Any | None = None) -> dict[str, Any]:
+    w = writer if writer is not None else _tenant_writer()[0]
     e = embedder()
-    return {
+    reranker = _reranker()
+    identity = {
         "writer": f"{w.name}@{w.version}",
         "embedder": f"{e.name}@{e.version}",
         "verifier": "{name}@{version}".format(**verifier_release()),
-        "prompt": PROMPT_VERSION,
+        "prompt": getattr(w, "prompt_version", PROMPT_VERSION),
         "index_backend": settings.CAIRN["INDEX_BACKEND"],
     }
+    if getattr(w, "model", None):
+        identity["model"] = str(w.model)
+    if reranker is not None:
+        identity["reranker"] = (
+            f"{getattr(reranker, 'name', type(reranker).__name__)}@{getattr(reranker, 'version', '')}"
+        )
+    return identity
+
+
+@dataclass
+class ClaimOutcome:
+    """One drafted claim after verification; ``kept`` claims are safe to show."""
+
+    draft: DraftClaim
+    verification: VerificationResult
+    text: str  # the claim text with unsupported links / calls to action removed
+    kept: bool
+    links_removed: int = 0
+    calls_to_action_removed: int = 0
+    attempt: int = 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.draft.id,
+            "text": self.text,
+            "citations": [to_jsonable(c) for c in self.draft.citations],
+            "verification": to_jsonable(self.verification) | {"kept": self.kept},
+        }
+
+
+def verify_one(draft: DraftClaim, plan: QueryPlan, by_id: dict[str, EvidenceRecord], *, attempt: int = 1
+               ) -> ClaimOutcome:  # fmt: skip
+    """Strip what no cited passage supports (links, calls to action), then verify what is left."""
+    cited = [by_id[c.evidence_id] for c in draft.citations if c.evidence_id in by_id]
+    # Rendered links: only the cited sources' own URLs, whatever a passage or a model wrote.
+    text, links = strip_unsupported_links(draft.text, {e.canonical_url for e in cited})
+    text, ctas = strip_unsupported_calls_to_action(text, [e.text for e in cited])
+    cleaned = replace(draft, text=text) if text != draft.text else draft
+    result = verify_claim(cleaned, by_id, plan, authorised_ids=set(by_id))
+    kept = result.kept and bool(text.strip())
+    return ClaimOutcome(cleaned, result, text, kept, links, ctas, attempt)
+
+
+def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer: Any | None = None,
+                     info: dict[str, Any] | None = None) -> Iterator[ClaimOutcome]:  # fmt: skip
+    """Draft with the writer and yield each claim as soon as it is verified.
+
+    A generative writer whose first draft has no surviving claim is asked once more
+    (``info["regenerated"]``); the extractive writer is deterministic, so it is not.
+    """
+    info = info if info is not None else {}
+    writer = writer if writer is not None else _tenant_writer()[0]
+    by_id = {e.id: e for e in evidence}
+    for attempt in (1, 2):
+        drafts = writer.write(plan, evidence, info=info)
+        info["drafted"] = info.get("drafted", 0) + len(drafts)
+        kept_any = False
+        for draft in drafts:
+            outcome = verify_one(draft, plan, by_id, attempt=attempt)
+            kept_any = kept_any or outcome.kept
+            yield outcome
+        if kept_any or not getattr(writer, "generative", False) or not drafts:
+            return
+        info["regenerated"] = True
+
+
+def decide_abstention(*, evidence: list[EvidenceRecord], drafted: int, outcomes: list[ClaimOutcome],
+                      conflict_status: str, strength: float, plan: QueryPlan,
+                      writer_error: str | None = None) -> Abstention | None:  # fmt: skip
+    kept = [o for o in outcomes if o.kept]
+    if not evidence:
+        return Abstention("no_evidence", "No readable source matches this question.")
+    if conflict_status == "unresolved":
+        return Abstention("conflicting", "The sources found contradict each other and none of them settles it.")
+    if kept:
+        if strength < WEAK_EVIDENCE_THRESHOLD:
+            return Abstention("weak_evidence", "The sources found only touch on this question; see the results.")
+        return None
+    if drafted == 0:
+        if writer_error and writer_error not in ("not_answerable",):
+            return Abstention("all_claims_unsupported", f"The writer's draft could not be used ({writer_error}).")
+        return Abstention("weak_evidence", "The sources found do not answer this question directly.")
+    if outcomes and all(not o.verification.in_scope for o in outcomes):
+        return Abstention("out_of_time_scope", "The sources found are outside the time or version scope asked for.")
+    return Abstention("all_claims_unsupported", "No drafted claim survived verification.")
+
+
+# --------------------------------------------------------------------------- releases
 
 
 def _as_of(state: IndexState | None) -> dict[str, str | None]:
@@ -142,7 +329,12 @@ def cache_key(perm: PermissionContext, plan: QueryPlan, state: IndexState | None
         "acl_version": perm.acl_version,
         "query": " ".join(plan.original.split()).lower(),
         "filters": to_jsonable(plan.filters),
+        "entities": [list(e) for e in plan.parsed.entities],  # an alias-list edit changes the plan
         "index_version": state.index_version if state else 0,
+        # Also the index's own clock: a recreated database restarts ids and versions at the
+        # same numbers, and must not meet entries a shared Redis kept from the old one.
+        "content_as_of": state.content_as_of.isoformat() if state and state.content_as_of else None,
+        "permissions_as_of": state.permissions_as_of.isoformat() if state and state.permissions_as_of else None,
         "release": release_identity(),
         "day": plan.as_of.date().isoformat(),  # relative dates ("last quarter") resolve per day
     }
@@ -153,105 +345,177 @@ def cache_key(perm: PermissionContext, plan: QueryPlan, state: IndexState | None
 def run_search(perm: PermissionContext, question: str, extra: RequestFilters, *, limit: int = 20) -> dict[str, Any]:
     as_of = datetime.now(UTC)
     plan = build_plan(question, as_of, extra)
-    outcome = hybrid_search(perm, list(plan.retrieval_queries), search_filters(plan), k=max(limit * 3, 30))
+    r = retrieve(perm, plan, k=max(limit * 3, 30))
     state = IndexState.objects.first()
     return {
         "query": question,
         "plan": plan_json(plan),
-        "results": document_results(outcome.chunks, plan.parsed.text or question, limit=limit),
+        "results": document_results(r.chunks, plan.parsed.text or question, limit=limit),
         "as_of": _as_of(state),
-        "trace": {"legs": outcome.legs, "timings_ms": outcome.timings_ms, "collapsed_duplicates": outcome.collapsed},
+        "notices": r.trace.get("notices", []),
+        "trace": {**r.trace, "timings_ms": r.trace.get("timings_ms", {})},
     }
 
 
-def plan_json(plan: QueryPlan) -> dict[str, Any]:
-    p = plan.parsed
-    return {
-        "original": p.original,
-        "normalized": p.text,
-        "phrases": list(p.phrases),
-        "exclude": list(p.exclude),
-        "sources": list(p.sources),
-        "containers": list(p.containers),
-        "time": to_jsonable(p.time) if p.time else None,
-        "wants_latest": p.wants_latest,
-        "scope_terms": list(p.scope_terms),
-        "entities": [list(e) for e in p.entities],
-        "retrieval_queries": list(plan.retrieval_queries),
-        "filters": to_jsonable(plan.filters),
-        "as_of": plan.as_of.isoformat(),
-    }
+def _date_of(e: EvidenceRecord) -> str | None:
+    ts = e.updated_at or e.created_at
+    return ts.date().isoformat() if ts else None
 
 
 def answer_question(perm: PermissionContext, question: str, extra: RequestFilters) -> dict[str, Any]:
     t0 = time.perf_counter()
+    timings: dict[str, float] = {}
     as_of = datetime.now(UTC)
     plan = build_plan(question, as_of, extra)
     state = IndexState.objects.first()
     key = cache_key(perm, plan, state, "answer")
-    cached = cache.get(key)
+    ttl = settings.CAIRN["LATEST_CACHE_SECONDS"] if plan.parsed.wants_latest else settings.CAIRN["ANSWER_CACHE_SECONDS"]
+    cached = cache.get(key) if ttl else None
     if cached is not None:
         cached["trace"]["cache"] = "hit"
         return cached
-    outcome = hybrid_search(perm, list(plan.retrieval_queries), search_filters(plan), k=40)
-    results = document_results(outcome.chunks, plan.parsed.text or question)
-    evidence = to_evidence(outcome.chunks[:MAX_EVIDENCE])
-    t_retrieval = time.perf_counter()
-    claims_out: list[dict[str, Any]] = []
-    dropped = 0
-    abstention: Abstention | None = None
-    verifications: list[VerificationResult] = []
-    if not evidence:
-        abstention = Abstention("no_evidence", "No readable source matches this question.")
+    writer, writer_notes = _tenant_writer()
+    from answers.actions import tier_names
+
+    tiers = tier_names()
+
+    r = retrieve(perm, plan)
+    timings["retrieval"] = round((time.perf_counter() - t0) * 1000, 1)
+    results = document_results(r.chunks, plan.parsed.text or question)
+    trace: dict[str, Any] = {"retrieval": r.trace, "writer_notes": writer_notes}
+
+    # "latest": find the newest version the index knows, scope the answer to it, check the feed.
+    chunks = r.chunks
+    freshness: dict[str, Any] | None = None
+    if plan.needs_current_version:
+        newest = newest_indexed(plan, chunks)
+        if newest is not None and newest.version:
+            plan = replace(plan, version_scope=newest.version)
+            other = [
+                c for c in chunks if c.version_label and version_key(c.version_label) != version_key(newest.version)
+            ]
+            chunks = [c for c in chunks if c not in other]
+            trace["version_scope"] = {
+                "resolved": newest.version, "from_document": newest.document_id,
+                "set_aside_other_versions": sorted({c.version_label for c in other}),
+            }  # fmt: skip
+        freshness = check_freshness(plan, newest)
     else:
-        drafts: list[DraftClaim] = writer().write(plan, evidence)
+        freshness = check_freshness(plan, newest_indexed(plan, chunks) if chunks else None)
+
+    outcomes: list[ClaimOutcome] = []
+    info: dict[str, Any] = {}
+    chain: list[dict[str, Any]] | None = None
+    conclusion: str | None = None
+    mode = "answer"
+    evidence: list[EvidenceRecord] = []
+    if plan.intent == "navigational":
+        mode = "results"
+    elif plan.intent == "multi_hop":
+        mh = run_multi_hop(
+            plan, lambda p, qs: retrieve(perm, p, qs).chunks, doc_texts=lambda cs: _doc_texts(perm, cs),
+            tier_names=tiers,
+        )  # fmt: skip
+        evidence = mh.evidence
         by_id = {e.id: e for e in evidence}
-        authorised = set(by_id)
-        allowed_urls = {e.canonical_url for e in evidence} | {r["url"] for r in results}
-        for draft in drafts:
-            result = verify_claim(draft, by_id, plan, authorised_ids=authorised)
-            verifications.append(result)
-            if not result.kept:
-                dropped += 1
-                continue
-            text, _ = strip_unsupported_links(draft.text, allowed_urls)
-            claims_out.append(
-                {
-                    "id": draft.id,
-                    "text": text,
-                    "citations": [to_jsonable(c) for c in draft.citations],
-                    "verification": to_jsonable(result) | {"kept": True},
-                }
-            )
-        if not drafts:
-            abstention = Abstention("weak_evidence", "The sources found do not answer this question directly.")
-        elif not claims_out:
-            abstention = Abstention("all_claims_unsupported", "No drafted claim survived verification.")
-    cited_ids = {c["evidence_id"] for claim in claims_out for c in claim["citations"]}
+        outcomes = [verify_one(c, plan, by_id) for c in mh.claims]
+        info["drafted"] = len(mh.claims)
+        chain = [
+            {"hop": h.hop.id, "query": h.query, "extracts": h.hop.extracts or None, "value": h.value or None,
+             "claim_id": h.claim.id if h.claim else None,
+             "evidence_id": h.claim.citations[0].evidence_id if h.claim else None,
+             "rewrite_violations": list(h.rewrite_violations)}
+            for h in mh.hops
+        ]  # fmt: skip
+        trace["multi_hop"] = {"retrievals": mh.retrievals, "failed_at": mh.failed_at or None,
+                              "comparison": mh.conclusion}  # fmt: skip
+        if all(o.kept for o in outcomes) and not mh.failed_at:
+            conclusion = conclusion_text(plan, mh)
+    else:
+        budget = int(settings.CAIRN.get("EVIDENCE_TOKEN_BUDGET", 1500))
+        evidence, ev_trace = build_evidence(plan, chunks, token_budget=budget, doc_texts=_doc_texts(perm, chunks),
+                                            tier_names=tiers)  # fmt: skip
+        trace["evidence"] = ev_trace
+        if evidence:
+            outcomes = list(draft_and_verify(plan, evidence, writer=writer, info=info))
+    timings["write_verify"] = round((time.perf_counter() - t0) * 1000, 1)
+
+    # Conflicts between what survived and the other sources; new views are verified like any claim.
+    kept_drafts = [o.draft for o in outcomes if o.kept]
+    report = find_conflicts(plan, kept_drafts, evidence) if mode == "answer" and plan.intent != "multi_hop" else None
+    conflict = conflict_section(report) if report else {"status": "none", "pairs": [], "statement": ""}
+    if report is not None and report.pairs:
+        by_id = {e.id: e for e in evidence}
+        outcomes = [replace(o, kept=False) if o.kept and o.draft.id in report.remove_claim_ids else o for o in outcomes]
+        outcomes += [verify_one(d, plan, by_id) for d in report.add_claims]
+
+    kept = [o for o in outcomes if o.kept]
+    cited_ids = {c.evidence_id for o in kept for c in o.draft.citations}
+    by_id = {e.id: e for e in evidence}
+    strength = evidence_strength(plan, [c.quote for o in kept for c in o.draft.citations])
+    if plan.intent == "multi_hop":
+        strength = 1.0 if kept and conclusion else strength  # each hop already checked its own value
+    abstention: Abstention | None
+    if mode == "results":
+        abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
+    else:
+        abstention = decide_abstention(
+            evidence=evidence, drafted=int(info.get("drafted", 0)), outcomes=outcomes,
+            conflict_status=conflict["status"], strength=strength, plan=plan, writer_error=info.get("error"),
+        )  # fmt: skip
+        if plan.intent == "multi_hop" and abstention is None and trace["multi_hop"]["failed_at"]:
+            abstention = Abstention("weak_evidence", f"Hop {trace['multi_hop']['failed_at']} found no supported value.")
+    claims_json: list[dict[str, Any]] = []
+    if abstention is None:
+        for o in kept:
+            item = o.as_json()
+            if report is not None and o.draft.id in report.labels:
+                item["view"] = report.labels[o.draft.id]
+            claims_json.append(item)
+    dropped = sum(1 for o in outcomes if not o.kept)
+    sources = [
+        {"evidence_id": e.id, "title": e.title, "url": e.canonical_url, "date": _date_of(e),
+         "version": e.version_label, "authority": e.authority}
+        for e in evidence if e.id in cited_ids
+    ]  # fmt: skip
     response = {
         "question": question,
         "as_of": _as_of(state),
         "plan": plan_json(plan),
         "answer": {
-            "claims": claims_out,
+            "mode": mode,
+            "claims": claims_json,
             "dropped_claims": dropped,
+            "removed_links": sum(o.links_removed for o in outcomes),
+            "removed_calls_to_action": sum(o.calls_to_action_removed for o in outcomes),
             "abstention": to_jsonable(abstention) if abstention else None,
+            "conclusion": conclusion if abstention is None else None,
+            "chain": chain,
+            "evidence_strength": round(strength, 4),
+            "sources": sources if abstention is None else [],
         },
-        "evidence": [to_jsonable(e) | {"cited": e.id in cited_ids} for e in evidence],
+        "conflict": conflict,
+        "freshness": freshness,
+        "evidence": [to_jsonable(e) | {"cited": e.id in cited_ids and abstention is None} for e in evidence],
         "results": results,
-        "release": release_identity(),
+        "notices": r.trace.get("notices", []),
+        "release": release_identity(writer),
         "trace": {
-            "legs": outcome.legs,
-            "collapsed_duplicates": outcome.collapsed,
-            "verification": [to_jsonable(v) for v in verifications],
-            "timings_ms": {
-                "retrieval": round((t_retrieval - t0) * 1000, 1),
-                "total": round((time.perf_counter() - t0) * 1000, 1),
-            },
+            **trace,
+            "legs": r.trace["legs"],
+            "collapsed_duplicates": r.trace["collapsed_duplicates"],
+            "plan": {
+                "intent": plan.intent,
+                "rewrites": [to_jsonable(x) for x in plan.rewrites],
+                "enforced_as_filters": list(plan.enforced_as_filters),
+            },  # fmt: skip
+            "verification": [to_jsonable(o.verification) | {"attempt": o.attempt} for o in outcomes],
+            "writer": {"error": info.get("error"), "regenerated": bool(info.get("regenerated"))},
+            "threshold": {"weak_evidence": WEAK_EVIDENCE_THRESHOLD, "strength": round(strength, 4)},
+            "timings_ms": {**timings, "total": round((time.perf_counter() - t0) * 1000, 1)},
             "cache": "miss",
         },
     }
-    ttl = settings.CAIRN["LATEST_CACHE_SECONDS"] if plan.parsed.wants_latest else settings.CAIRN["ANSWER_CACHE_SECONDS"]
     if ttl:
         cache.set(key, response, timeout=ttl)
     return response

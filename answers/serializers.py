@@ -24,6 +24,26 @@ class FiltersSerializer(serializers.Serializer):
 class AnswerRequestSerializer(serializers.Serializer):
     question = serializers.CharField(max_length=1000, trim_whitespace=True)
     filters = FiltersSerializer(required=False)
+    # Returned by a previous answer; makes this question a turn of that conversation (answers/followups.py).
+    conversation_id = serializers.RegexField(r"^[A-Za-z0-9_-]{16,64}$", required=False)
+
+
+class AnswerStreamQuerySerializer(serializers.Serializer):
+    """GET /api/v1/answers/stream (EventSource cannot POST): the same request as query parameters."""
+
+    q = serializers.CharField(max_length=1000, trim_whitespace=True)
+    conversation_id = serializers.RegexField(r"^[A-Za-z0-9_-]{16,64}$", required=False)
+    source = serializers.ListField(child=serializers.ChoiceField(choices=SOURCE_CHOICES), required=False,
+                                   max_length=10)  # fmt: skip
+    container = serializers.ListField(child=serializers.CharField(max_length=300), required=False, max_length=20)
+    after = serializers.DateField(required=False)
+    before = serializers.DateField(required=False)
+    official_only = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("after") and attrs.get("before") and attrs["after"] >= attrs["before"]:
+            raise serializers.ValidationError({"before": "must be after 'after'"})
+        return attrs
 
 
 class SearchQuerySerializer(serializers.Serializer):
@@ -115,6 +135,10 @@ class AnswerResponseSerializer(serializers.Serializer):
     results = ResultSerializer(many=True)
     release = serializers.DictField()
     trace = serializers.DictField()
+    conversation_id = serializers.CharField(required=False)
+    notices = serializers.ListField(child=serializers.CharField())
+    conflict = serializers.DictField(allow_null=True, required=False)
+    freshness = serializers.DictField(allow_null=True, required=False)
 
 
 class SearchResponseSerializer(serializers.Serializer):
@@ -122,4 +146,34 @@ class SearchResponseSerializer(serializers.Serializer):
     plan = serializers.DictField()
     results = ResultSerializer(many=True)
     as_of = AsOfSerializer()
+    notices = serializers.ListField(child=serializers.CharField())
     trace = serializers.DictField()
+
+
+class FeedbackRequestSerializer(serializers.Serializer):
+    trace_id = serializers.RegexField(r"^[0-9a-f]{32}$")
+    target = serializers.ChoiceField(choices=["claim", "source"])
+    verdict = serializers.ChoiceField(choices=["wrong", "unsupported", "stale"])
+    claim_id = serializers.CharField(max_length=64, required=False)
+    claim_text = serializers.CharField(max_length=5000, required=False)
+    evidence_id = serializers.CharField(max_length=64, required=False)
+    document_id = serializers.IntegerField(required=False, min_value=1)
+    comment = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["target"] == "claim" and not (attrs.get("claim_id") and attrs.get("claim_text")):
+            raise serializers.ValidationError({"claim_id": "a claim flag needs claim_id and claim_text"})
+        if attrs["target"] == "source" and not (attrs.get("evidence_id") or attrs.get("document_id")):
+            raise serializers.ValidationError({"evidence_id": "a source flag needs evidence_id or document_id"})
+        return attrs
+
+
+class AuditQuerySerializer(serializers.Serializer):
+    output = serializers.ChoiceField(choices=["csv", "jsonl"], required=False, default="csv")
+    action = serializers.CharField(max_length=100, required=False, default="")
+    kind = serializers.ChoiceField(choices=["admin", "answer"], required=False, default="")
+    actor_user_id = serializers.IntegerField(required=False, min_value=1)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100)
+    before_seq = serializers.IntegerField(required=False, min_value=1)

@@ -578,6 +578,13 @@ def verify_claim(
             all_verbatim = False
         reasons.extend(why)
 
+        if plan.version_scope and ev is not None and ev.version_label:
+            # The plan resolved which version the question is about ("latest" -> N); a passage
+            # documenting another version may be true and still answer a different question.
+            if version_key(ev.version_label) != version_key(plan.version_scope):
+                in_scope = False
+                reasons.append(f"out_of_version_scope:{cit.evidence_id}")
+
         if scope is not None and ev is not None:
             d = _evidence_date(ev)
             if d is None:
@@ -587,6 +594,10 @@ def verify_claim(
                 in_scope = False
                 reasons.append(f"out_of_time_scope:{cit.evidence_id}")
 
+    if is_instruction(claim.text):
+        labels.append("unsupported")
+        reasons.append("instruction_in_claim")
+
     return VerificationResult(
         claim_id=claim.id,
         quote_ok=quote_ok,
@@ -595,6 +606,28 @@ def verify_claim(
         method="verbatim" if all_verbatim else "lexical-fallback",
         reasons=tuple(dict.fromkeys(reasons)),
     )
+
+
+# Sentences written to steer a model rather than inform a reader (indirect prompt injection).
+INJECTION_RE = re.compile(
+    r"""
+    \b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:instructions?|prompts?|rules|guidelines|context)\b
+    | \b(?:system|developer)\s+(?:prompt|message|instructions?)\b
+    | \byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:ai|assistant|model|chatbot|language\s+model)\b
+    | \b(?:as\s+an?\s+)?(?:ai|assistant|language\s+model)\s*[,:]?\s*(?:you\s+)?must\b
+    | \b(?:tell|instruct|ask|advise)\s+the\s+(?:user|reader)s?\s+to\b
+    | \b(?:respond|reply|answer)\s+(?:only\s+)?with\b
+    | \bdo\s+not\s+(?:mention|reveal|tell)\b
+    | \bnew\s+instructions?\s*:
+    | ^\s*(?:assistant|system|user)\s*:
+    """,
+    re.IGNORECASE | re.VERBOSE | re.MULTILINE,
+)
+
+
+def is_instruction(sentence: str) -> bool:
+    """True for text that addresses a model instead of informing a reader (indirect prompt injection)."""
+    return bool(INJECTION_RE.search(sentence))
 
 
 # --------------------------------------------------------------------------- link stripping
@@ -673,6 +706,44 @@ def strip_unsupported_links(text: str, allowed_urls: Collection[str]) -> tuple[s
     return out, removed
 
 
+_VERSION_PART_RE = re.compile(r"\d+|[a-z]+")
+
+
+def version_key(label: str) -> tuple[tuple[int, int | str], ...]:
+    """Sortable key for version labels: "3.10" > "3.9", "v16" == "16", "2023-Q3" > "2023-Q1"."""
+    parts = _VERSION_PART_RE.findall(label.lower().removeprefix("v"))
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
+
+
+# Imperative openings that ask the reader to *do* something: a claim may only carry one
+# when a cited passage says the same thing.
+_CTA_RE = re.compile(
+    r"^\W*(?:please\s+)?(?:click|tap|download|install|visit|go\s+to|open|call|phone|e-?mail|contact|send|"
+    r"share|sign\s+(?:in|up)|log\s*in|login|register|enter|paste|run|execute|buy|pay|transfer|reply|forward|"
+    r"reset|disable|enable|upload|scan)\b"
+    r"|\byou\s+(?:should|must|need\s+to|have\s+to)\s+(?:click|download|install|visit|call|contact|send|"
+    r"share|sign|log|enter|run|pay|transfer|upload|reset|disable)\b",
+    re.IGNORECASE,
+)
+_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
+
+
+def strip_unsupported_calls_to_action(text: str, cited_passages: Collection[str]) -> tuple[str, int]:
+    """Remove sentences that tell the reader to act unless a cited passage supports them."""
+    kept: list[str] = []
+    removed = 0
+    for sentence in _SENT_SPLIT_RE.split(text.strip()):
+        if sentence and (_CTA_RE.search(sentence) or is_instruction(sentence)):
+            supported = not is_instruction(sentence) and any(
+                quote_in_passage(sentence, p) or support_label(sentence, p)[0] == "supported" for p in cited_passages
+            )
+            if not supported:
+                removed += 1
+                continue
+        kept.append(sentence)
+    return " ".join(kept), removed
+
+
 __all__ = [
     "ESCALATION_WORDS",
     "NEGATION_CUES",
@@ -683,7 +754,11 @@ __all__ = [
     "normalise_ws",
     "quote_in_passage",
     "stem",
+    "INJECTION_RE",
+    "is_instruction",
+    "strip_unsupported_calls_to_action",
     "strip_unsupported_links",
+    "version_key",
     "support_label",
     "tokens",
     "verifier_release",

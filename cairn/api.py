@@ -45,7 +45,27 @@ def _rollback_open_transactions() -> None:
             conn.set_rollback(True)
 
 
+def _dependency_outage(exc: Exception) -> ApiError | None:
+    """Map an outage of a backing service to a 503 with a code (never a stack trace)."""
+    from django.db import DatabaseError, InterfaceError, OperationalError
+
+    if isinstance(exc, (OperationalError, InterfaceError)) or (
+        isinstance(exc, DatabaseError) and "connection" in str(exc).lower()
+    ):
+        return ServiceUnavailable("database_unavailable", "The database is unavailable; try again shortly.")
+    try:
+        import redis
+    except ImportError:  # pragma: no cover
+        return None
+    if isinstance(exc, redis.RedisError):
+        return ServiceUnavailable("broker_unavailable", "The cache/broker is unavailable; try again shortly.")
+    return None
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    outage = _dependency_outage(exc)
+    if outage is not None:
+        exc = outage
     response = drf_exception_handler(exc, context)
     _rollback_open_transactions()
     if response is None:

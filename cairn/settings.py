@@ -109,6 +109,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "cairn.api.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["cairn.throttles.MembershipRateThrottle", "cairn.throttles.TenantRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("CAIRN_RATE_USER", "1200/min"),
+        "tenant": env_str("CAIRN_RATE_TENANT", "6000/min"),
+    },
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -116,6 +121,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Permission-aware enterprise search and cited answers.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema names no tenant data, but there is no reason to serve it to strangers.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
@@ -132,6 +139,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_BEAT_SCHEDULE = {
     "sweep-pending-ingest-events": {"task": "retrieval.tasks.sweep_pending_events", "schedule": 60.0},
+    "connectors-incremental-sync": {
+        "task": "connectors.tasks.schedule_connector_syncs",
+        "schedule": 60.0,
+        "kwargs": {"mode": "incremental", "every_seconds": env_int("CAIRN_CONNECTOR_INCREMENTAL_SECONDS", 300)},
+    },
+    "connectors-permission-sync": {
+        "task": "connectors.tasks.schedule_connector_syncs",
+        "schedule": 300.0,
+        "kwargs": {"mode": "permission", "every_seconds": env_int("CAIRN_CONNECTOR_PERMISSION_SECONDS", 3600)},
+    },
+    "connectors-resume-stalled-syncs": {"task": "connectors.tasks.resume_stalled_syncs", "schedule": 120.0},
 }
 
 # Pluggable parts, named by dotted path (like CACHES / EMAIL_BACKEND).
@@ -145,7 +163,30 @@ CAIRN = {
     "RETRIEVAL_PARALLEL_LEGS": env_bool("CAIRN_RETRIEVAL_PARALLEL_LEGS", True),
     "ANSWER_CACHE_SECONDS": env_int("CAIRN_ANSWER_CACHE_SECONDS", 600, minimum=0),
     "LATEST_CACHE_SECONDS": env_int("CAIRN_LATEST_CACHE_SECONDS", 60, minimum=0),
+    "CONVERSATION_TTL_SECONDS": env_int("CAIRN_CONVERSATION_TTL_SECONDS", 1800, minimum=60),
+    # Answer engine (answers/): evidence budget and the freshness feeds' fetch policy.
+    "EVIDENCE_TOKEN_BUDGET": env_int("CAIRN_EVIDENCE_TOKEN_BUDGET", 1500, minimum=100),
+    "FRESHNESS_ALLOWED_URL_PREFIXES": env_list("CAIRN_FRESHNESS_ALLOWED_URL_PREFIXES", []),
+    "FRESHNESS_FEED_MAX_AGE_SECONDS": env_int("CAIRN_FRESHNESS_FEED_MAX_AGE_SECONDS", 3600, minimum=0),
+    "FRESHNESS_ALLOW_LOOPBACK": False,  # tests only: lets SafeFetcher reach a local feed server
     "DEMO_DATA_DIR": env_str("CAIRN_DEMO_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")),
+    # Reranking stage (retrieval/rerank.py): default needs no model beyond the embedder.
+    "RERANKER": env_str("CAIRN_RERANKER", "retrieval.rerank.MiniLMFusionReranker"),
+    "RERANKER_DEPTH": env_int("CAIRN_RERANKER_DEPTH", 30, minimum=1),
+    "RERANKER_SENTENCE_DEPTH": env_int("CAIRN_RERANKER_SENTENCE_DEPTH", 10, minimum=0),
+    "RERANKER_MODEL_DIR": env_str("CAIRN_RERANKER_MODEL_DIR", ""),
+    "RERANKER_URL": env_str("CAIRN_RERANKER_URL", ""),
+    "RERANKER_HTTP_FORMAT": env_str("CAIRN_RERANKER_HTTP_FORMAT", "cohere"),
+    "RERANKER_MODEL": env_str("CAIRN_RERANKER_MODEL", ""),
+    "RERANKER_API_KEY": env_str("CAIRN_RERANKER_API_KEY", ""),
+    # Connector kind -> factory (instance, credentials, outbound) -> connectors.base.Connector.
+    "CONNECTORS": {
+        "confluence": "connectors.confluence.factory.build",
+        "sharepoint": "connectors.sharepoint.factory.build",
+        "slack": "connectors.slack.factory.build",
+    },
+    "CONNECTOR_QUEUE": env_str("CAIRN_CONNECTOR_QUEUE", "ingest"),
+    "DEMO_SOURCE_PORT": env_int("CAIRN_DEMO_SOURCE_PORT", 8765, minimum=1),
 }
 CREDENTIALS_KEY = env_str("CAIRN_CREDENTIALS_KEY", "")
 
@@ -166,3 +207,36 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("CAIRN_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Slack bot (connectors/slack/bot.py): its Celery task lives outside a tasks.py module, and
+# answers are throttled per Slack user and per channel (per minute).
+CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "connectors.slack.bot"]
+CAIRN["SLACK_BOT_USER_PER_MINUTE"] = env_int("CAIRN_SLACK_BOT_USER_PER_MINUTE", 6, minimum=1)
+CAIRN["SLACK_BOT_CHANNEL_PER_MINUTE"] = env_int("CAIRN_SLACK_BOT_CHANNEL_PER_MINUTE", 20, minimum=1)
+
+# Index backend at scale (issue 6): OpenSearch connection, the index outbox that mirrors Postgres into it
+# (retrieval/outbox.py, drained by Celery, swept by beat), and the fallback circuit.
+CAIRN.update(
+    {
+        "OPENSEARCH_URL": env_str("CAIRN_OPENSEARCH_URL", ""),
+        "OPENSEARCH_USER": env_str("CAIRN_OPENSEARCH_USER", ""),
+        "OPENSEARCH_PASSWORD": env_str("CAIRN_OPENSEARCH_PASSWORD", ""),
+        "OPENSEARCH_CA_CERTS": env_str("CAIRN_OPENSEARCH_CA_CERTS", ""),
+        "OPENSEARCH_VERIFY_CERTS": env_bool("CAIRN_OPENSEARCH_VERIFY_CERTS", True),
+        "OPENSEARCH_TIMEOUT": env_int("CAIRN_OPENSEARCH_TIMEOUT", 3, minimum=1),
+        "OPENSEARCH_INDEX_PREFIX": env_str("CAIRN_OPENSEARCH_INDEX_PREFIX", "cairn"),
+        "OPENSEARCH_SHARDS": env_int("CAIRN_OPENSEARCH_SHARDS", 1, minimum=1),
+        "OPENSEARCH_REPLICAS": env_int("CAIRN_OPENSEARCH_REPLICAS", 1, minimum=0),
+        "OPENSEARCH_RETRY_SECONDS": env_int("CAIRN_OPENSEARCH_RETRY_SECONDS", 15, minimum=0),
+        "INDEX_OUTBOX_BATCH": env_int("CAIRN_INDEX_OUTBOX_BATCH", 500, minimum=1),
+    }
+)
+CELERY_IMPORTS = [*CELERY_IMPORTS, "retrieval.outbox"]
+CELERY_BEAT_SCHEDULE["sweep-index-outbox"] = {"task": "retrieval.outbox.sweep_index_outbox", "schedule": 60.0}
+# Behind a TLS-terminating proxy (docker/): trust its X-Forwarded-Proto so SSL redirect and secure
+# cookies work; the container health checks call /healthz and /readyz over plain HTTP on localhost.
+if env_bool("CAIRN_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CAIRN_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("CAIRN_HSTS_PRELOAD", False)

@@ -41,6 +41,11 @@ PG_TUNING = {
     "effective_cache_size": "2GB",
     "random_page_cost": "1.1",
     "max_connections": "200",
+    # JIT compiles expensive plans (an exact vector scan over thousands of rows costs
+    # above jit_above_cost) and adds tens of ms to a query that runs in a few: off.
+    "jit": "off",
+    # HNSW / btree builds use both cores (benchmarks/vector_filtered.py).
+    "max_parallel_maintenance_workers": "2",
 }
 
 
@@ -328,7 +333,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         url = f"http://127.0.0.1:{args.port}/"
         if not args.no_demo:
-            stack.manage("load_demo", "--print-logins", f"--url={url}")
+            # The demo's sources: a local server playing Confluence + Graph from the bundled sample
+            # exports; load_demo points the demo connector instances at it (see connectors/demo/).
+            ready = stack.root / "demo-sources.json"
+            ready.unlink(missing_ok=True)
+            demo_data = os.environ.get("CAIRN_DEMO_DATA_DIR") or str(BASE_DIR.parent / "shared" / "data")
+            stack.spawn(
+                "demo sources",
+                [sys.executable, "-m", "connectors.demo.server", "--port", str(args.port + 1),
+                 "--data-dir", demo_data, "--tls-dir", str(stack.root / "demo-tls"), "--ready-file", str(ready)],
+            )  # fmt: skip
+            stack.manage("load_demo", "--sources", str(ready), "--print-logins", f"--url={url}")
         else:
             log(f"Cairn is running at {url}")
         progress = stack.spawn("progress", [sys.executable, str(BASE_DIR / "manage.py"), "demo_progress", "--follow"])
@@ -349,6 +364,12 @@ def cmd_test(args: argparse.Namespace) -> int:
     stack = Stack()
     try:
         stack.start_services(TEST_DB_NAME, recreate_db=True)
+        if stack.redis is not None:
+            # The test database was recreated, so ids restart: cached permission sets and
+            # answers from an earlier run would match new rows.  Start from an empty cache.
+            import redis
+
+            redis.Redis(unix_socket_path=str(stack.redis.socket)).flushall()
         log("migrating the test database (as the owner role)")
         stack.manage("migrate", "--noinput", "-v", "0", owner=True)
         stack.manage("collectstatic", "--noinput", "-v", "0")

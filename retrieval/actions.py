@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
 
@@ -76,11 +76,22 @@ def _record_event(source: Source, *, event_id: str, kind: str, external_id: str,
     return event
 
 
+# Marks an upsert as the source's restore of a deleted item (e.g. a Confluence page taken out of
+# the trash, which keeps its version number): the pipeline lets it replace a tombstone of the
+# same version.  The pipeline strips the marker before storing metadata.
+RESTORE_MARKER = "_cairn_restore"
+
+
 def do_enqueue_document(source: Source, doc: SourceDocument, *, event_id: str | None = None,
-                        priority: int = PRIORITY_DEFAULT) -> IngestEvent | None:  # fmt: skip
+                        priority: int = PRIORITY_DEFAULT, restore: bool = False) -> IngestEvent | None:  # fmt: skip
     normalise_acl(doc.acl)  # reject malformed ACLs before anything is stored
+    if restore:
+        doc = replace(doc, metadata={**doc.metadata, RESTORE_MARKER: "1"})
     eid = event_id or _default_event_id(
-        "upsert", doc.external_id, doc.source_version, hashlib.sha256(doc.content).hexdigest()
+        "restore" if restore else "upsert",
+        doc.external_id,
+        doc.source_version,
+        hashlib.sha256(doc.content).hexdigest() + (timezone.now().isoformat() if restore else ""),
     )
     return _record_event(
         source, event_id=eid, kind="upsert", external_id=doc.external_id, payload=document_payload(doc),

@@ -1,54 +1,45 @@
-"""The demo tenant: the 18F handbook as a Confluence-like wiki, some SEC 10-Q
-filings as a restricted SharePoint-like library, and a second tenant.
+"""The demo tenants, loaded through the real connectors from bundled sample exports served locally.
 
-Everything goes through the normal ingestion path (SourceDocument -> ingest
-events -> Celery tasks -> pipeline), in an order that makes the portal useful
-quickly: a small first batch, then the rest of the wiki, then the PDFs.
+``connectors.demo.server`` (started by ``bin/cairn run``) plays Confluence Cloud and Microsoft Graph from
+``../shared/data``: the 18F handbook as Confluence spaces with per-section read restrictions (one of them
+nested: ``performance-management`` needs *supervisors* AND *hr*), three SEC 10-Q PDFs as a SharePoint drive
+shared with the AAD group *finance*, and a small site for the second tenant.  This module only creates
+tenants, users and connector instances and asks for sync runs; documents, ACLs, groups and identities
+come from the connectors through the sync tasks and the ingestion pipeline, like for any customer.
+
+Order for a fast first answer: the small ``ONBOARD`` space (getting-started, travel-and-leave) is its own
+connector instance and is synced first; its groups arrive at the end of that short run.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
-from retrieval.actions import (
-    PRIORITY_BACKFILL,
-    do_create_source,
-    do_enqueue_document,
-    do_record_identity,
-    do_set_group_members,
+from connectors.actions import do_create_connector_instance, do_request_sync, do_update_connector_instance
+from connectors.demo.exports import (
+    CONFLUENCE_EMAIL,
+    CONFLUENCE_TOKEN,
+    GRAPH_CLIENT_ID,
+    GRAPH_CLIENT_SECRET,
+    GRAPH_TENANT,
+    SITE_ID,
 )
+from connectors.models import ConnectorInstance, SyncState
 from retrieval.contracts import SourceDocument
 from tenants.actions import do_add_member, do_create_tenant, do_create_user
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
+FIRST_SECTIONS = ("getting-started", "travel-and-leave")
 WIKI_BASE = "https://handbook.acme.example/"
 FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
-
-# user -> groups in the demo company.
-ACME_USERS = {
-    "alice": ["all-staff", "supervisors", "operations", "hr"],
-    "bob": ["all-staff", "operations", "hr"],
-    "carol": ["all-staff"],
-}
-ACME_ENTRA = {"alice": ["finance"], "carol": ["finance"]}
-# Sections restricted beyond the space grant; a list means nested restrictions
-# (the page's ancestor AND the page itself), which intersect.
-SECTION_RESTRICTIONS = {
-    "supervisor-resources": [["confluence:group:supervisors"]],
-    "office-of-operations": [["confluence:group:operations"]],
-    "performance-management": [["confluence:group:supervisors"], ["confluence:group:hr"]],
-}
-FIRST_SECTIONS = ("getting-started", "travel-and-leave")
-SEC_FILES = ("2023 Q3 AAPL.pdf", "2023 Q2 AAPL.pdf", "2023 Q3 NVDA.pdf")
 
 
 @dataclass(frozen=True)
@@ -67,17 +58,36 @@ DEMO_LOGINS = [
 ]
 
 
+@dataclass(frozen=True)
+class DemoSourcesEndpoint:
+    """Where the local sample-export server listens and the certificate it presents."""
+
+    base_url: str
+    ca_file: str
+
+
+@dataclass(frozen=True)
+class DemoConnector:
+    tenant: str
+    name: str
+    kind: str
+    config: dict[str, Any]
+    credentials: dict[str, Any]
+
+
 def data_dir() -> Path:
     return Path(settings.CAIRN["DEMO_DATA_DIR"])
 
 
 def handbook_pages() -> list[dict[str, str]]:
+    """The raw handbook export (the evaluation suites build their own documents from it)."""
     path = data_dir() / "18f_handbook" / "pages_current.jsonl"
     with path.open() as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
 def page_document(page: dict[str, str], acl: list[list[str]]) -> SourceDocument:
+    """One handbook page as a SourceDocument (used by ``retrieval.evaluation``, not by the demo load)."""
     text = FRONT_MATTER.sub("", page["text"])
     slug = page["id"].removeprefix("pages/").removesuffix(".md")
     updated = datetime.fromisoformat(page["last_modified"])
@@ -95,77 +105,85 @@ def page_document(page: dict[str, str], acl: list[list[str]]) -> SourceDocument:
     )
 
 
-def ordered_pages(pages: list[dict[str, str]]) -> Iterator[dict[str, str]]:
-    first = [p for p in pages if p["section"] in FIRST_SECTIONS]
-    rest = [p for p in pages if p["section"] not in FIRST_SECTIONS]
-    yield from sorted(first, key=lambda p: len(p["text"]))
-    yield from rest
+def demo_connectors(base_url: str) -> list[DemoConnector]:
+    """In sync order: the small onboarding space first, then the library, the handbook, the second tenant."""
+    wiki_creds = {"email": CONFLUENCE_EMAIL, "api_token": CONFLUENCE_TOKEN}
+    graph = {"tenant_id": GRAPH_TENANT, "client_id": GRAPH_CLIENT_ID, "site_ids": [SITE_ID],
+             "graph_base_url": f"{base_url}/v1.0", "authority_host": base_url,
+             "include_lists": False, "include_pages": False}  # fmt: skip
+    return [
+        DemoConnector(
+            "acme", "Onboarding wiki", "confluence", {"site_url": base_url, "space_keys": ["ONBOARD"]}, wiki_creds
+        ),  # fmt: skip
+        DemoConnector("acme", "Finance library", "sharepoint", graph, {"client_secret": GRAPH_CLIENT_SECRET}),
+        DemoConnector(
+            "acme", "Handbook wiki", "confluence", {"site_url": base_url, "space_keys": ["HANDBOOK"]}, wiki_creds
+        ),  # fmt: skip
+        DemoConnector(
+            "globex", "Globex wiki", "confluence", {"site_url": base_url, "space_keys": ["GLOBEX"]}, wiki_creds
+        ),  # fmt: skip
+    ]
 
 
-def load_acme() -> int:
-    tenant = do_create_tenant("acme", "Acme Corp (demo)")
+def ensure_tenants() -> dict[str, Tenant]:
+    acme = do_create_tenant("acme", "Acme Corp (demo)")
     for login in DEMO_LOGINS[:3]:
         user = do_create_user(login.username, f"{login.username}@acme.example", login.password, email_verified=True)
-        do_add_member(tenant, user, role="admin" if login.username == "alice" else "member")
-    n = 0
-    with tenant_context(tenant.pk):
-        wiki = do_create_source("confluence", "Handbook wiki", authority_tier=1)
-        library = do_create_source("sharepoint", "Finance library", authority_tier=0)
-        groups: dict[str, list[str]] = {}
-        for user, names in ACME_USERS.items():
-            do_record_identity(f"confluence:user:{user}-acct", email=f"{user}@acme.example", email_verified=True,
-                               display_name=user)  # fmt: skip
-            for g in names:
-                groups.setdefault(f"confluence:group:{g}", []).append(f"confluence:user:{user}-acct")
-        for user, names in ACME_ENTRA.items():
-            do_record_identity(f"entra:user:{user}-oid", email=f"{user}@acme.example", email_verified=True,
-                               display_name=user)  # fmt: skip
-            for g in names:
-                groups.setdefault(f"entra:group:{g}", []).append(f"entra:user:{user}-oid")
-        for principal, members in groups.items():
-            do_set_group_members(principal, members, display_name=principal.rsplit(":", 1)[-1], source_kind="demo")
-    for page in ordered_pages(handbook_pages()):
-        acl = [["confluence:group:all-staff"], *SECTION_RESTRICTIONS.get(page["section"], [])]
-        with tenant_context(tenant.pk), transaction.atomic():
-            if do_enqueue_document(wiki, page_document(page, acl), priority=PRIORITY_BACKFILL):
-                n += 1
-    for name in SEC_FILES:
-        path = data_dir() / "sec10q" / "docs" / name
-        if not path.exists():
+        do_add_member(acme, user, role="admin" if login.username == "alice" else "member")
+    globex = do_create_tenant("globex", "Globex (demo, second tenant)")
+    mallory = do_create_user("mallory", "mallory@globex.example", "mallory-demo", email_verified=True)
+    do_add_member(globex, mallory, role="admin")
+    return {"acme": acme, "globex": globex}
+
+
+def do_point_demo_instance(spec: DemoConnector, endpoint: DemoSourcesEndpoint) -> ConnectorInstance:
+    """Create (or re-point, after a restart on another port) one demo instance.
+
+    ``allow_private_network`` and ``tls_ca_file`` are operator-only settings: the demo operator trusts its
+    own local server and certificate; the admin API can never set them.
+    """
+    instance = do_create_connector_instance(spec.kind, spec.name, config=spec.config, credentials=spec.credentials,
+                                            allow_private_network=True, tls_ca_file=endpoint.ca_file)  # fmt: skip
+    if instance.config != spec.config or instance.tls_ca_file != endpoint.ca_file:
+        instance = do_update_connector_instance(instance, config=spec.config)
+        ConnectorInstance.objects.filter(pk=instance.pk).update(tls_ca_file=endpoint.ca_file,
+                                                                allow_private_network=True)  # fmt: skip
+        instance.refresh_from_db()
+    return instance
+
+
+# A sync run holds a worker slot while it walks its source; starting the big ones only after the small
+# first space is in leaves the other slot to ingestion, so the first pages become searchable quickly.
+FIRST_STAGE = ("Onboarding wiki", "Finance library")
+
+
+def load_demo(endpoint: DemoSourcesEndpoint, stage: int | None = None) -> list[tuple[int, ConnectorInstance, str]]:
+    """Idempotent: a finished full sync is followed by an incremental one (nothing new, no duplicates);
+    an interrupted one resumes from its checkpoint.  ``stage`` 1 = ``FIRST_STAGE``, 2 = the rest, None = all.
+    Returns (tenant id, instance, mode requested)."""
+    tenants = ensure_tenants()
+    out: list[tuple[int, ConnectorInstance, str]] = []
+    for spec in demo_connectors(endpoint.base_url):
+        if stage is not None and (spec.name in FIRST_STAGE) != (stage == 1):
             continue
-        doc = SourceDocument(
-            external_id=f"driveitem:finance:{name}",
-            title=f"{name.removesuffix('.pdf')} Form 10-Q",
-            url=f"https://acme.sharepoint.example/sites/finance/Shared%20Documents/{name.replace(' ', '%20')}",
-            content=path.read_bytes(),
-            media_type="application/pdf",
-            acl=(("entra:group:finance",),),
-            source_version=1,
-            container="finance/Shared Documents",
-            version_label=name[:7],
-        )
-        with tenant_context(tenant.pk), transaction.atomic():
-            if do_enqueue_document(library, doc, priority=PRIORITY_BACKFILL):
-                n += 1
-    return n
+        tenant_id = tenants[spec.tenant].pk
+        with tenant_context(tenant_id):
+            instance = do_point_demo_instance(spec, endpoint)
+            full = SyncState.objects.get(instance=instance, mode=SyncState.Mode.FULL)
+            mode = SyncState.Mode.INCREMENTAL if full.status == SyncState.Status.DONE else SyncState.Mode.FULL
+            do_request_sync(instance, mode)
+        out.append((tenant_id, instance, str(mode)))
+    return out
 
 
-def load_globex() -> int:
-    tenant = do_create_tenant("globex", "Globex (demo, second tenant)")
-    user = do_create_user("mallory", "mallory@globex.example", "mallory-demo", email_verified=True)
-    do_add_member(tenant, user, role="admin")
-    n = 0
-    with tenant_context(tenant.pk):
-        wiki = do_create_source("confluence", "Globex wiki", authority_tier=1)
-    for page in [p for p in handbook_pages() if p["section"] == "tools"][:15]:
-        with tenant_context(tenant.pk), transaction.atomic():
-            if do_enqueue_document(wiki, page_document(page, [["public:tenant"]]), priority=PRIORITY_BACKFILL):
-                n += 1
-    return n
-
-
-def load_demo() -> int:
-    return load_acme() + load_globex()
+def sync_progress(runs: list[tuple[int, ConnectorInstance, str]]) -> list[tuple[str, str, str, int]]:
+    """(instance name, mode, status, documents upserted) per requested run."""
+    rows = []
+    for tenant_id, instance, mode in runs:
+        with tenant_context(tenant_id):
+            state = SyncState.objects.get(instance=instance, mode=mode)
+            rows.append((instance.source.name, mode, state.status, state.docs_upserted))
+    return rows
 
 
 def demo_tenants() -> list[Tenant]:

@@ -67,6 +67,8 @@ class Document(TenantScopedModel):
     snapshot_sha256 = models.CharField(max_length=64, blank=True, default="")
     source_version = models.BigIntegerField(default=0)
     acl_set = models.ForeignKey(AclSet, on_delete=models.PROTECT, related_name="+", null=True)
+    # When the stored ACL was read at the source: an older queued event never overrides it.
+    acl_observed_at = models.DateTimeField(null=True, blank=True)
     text = models.TextField(blank=True, default="")
     media_type = models.CharField(max_length=200, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
@@ -163,3 +165,28 @@ class IngestEvent(TenantScopedModel):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "source", "event_id"], name="uniq_ingest_event")]
         indexes = [models.Index(fields=["tenant", "status", "created_at"])]
+
+
+class IndexOutbox(TenantScopedModel):
+    """A document change still to be mirrored into the external index (OpenSearch).
+
+    Written in the same transaction as the change itself (retrieval/pipeline.py),
+    only when the configured index backend has ``uses_outbox``; drained by
+    ``retrieval.outbox.drain_index_outbox``.  A row only names the document and
+    the kind of change: the drainer always writes the document's *current*
+    Postgres state, so rows are idempotent and order-insensitive.
+    """
+
+    class Op(models.TextChoices):
+        UPSERT = "upsert"  # text changed: re-send every chunk (vectors included)
+        ACL = "acl"  # permissions / metadata only: partial update, no text
+        DELETE = "delete"
+
+    document_id = models.BigIntegerField()  # no FK: the row must outlive a hard delete
+    op = models.CharField(max_length=16, choices=Op.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+    attempts = models.IntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "id"], name="indexoutbox_tenant_id")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 
 from django.core.cache import cache
@@ -27,6 +28,8 @@ from retrieval.contracts import Acl, normalise_acl
 from retrieval.models import AclSet, IndexState
 from tenants.context import require_tenant_id
 from tenants.models import ExternalIdentity, GroupMember, Membership, User
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,19 +120,36 @@ def fingerprint_of(ids: tuple[int, ...]) -> str:
     return hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()[:32]
 
 
+def _cache_get(key: str) -> object:
+    # A cache outage must not fail closed into an error page nor open into stale
+    # data: fall back to computing from Postgres (the source of truth).
+    try:
+        return cache.get(key)
+    except Exception:
+        log.warning("permission cache unavailable; computing from the database", exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: object) -> None:
+    try:
+        cache.set(key, value, timeout=3600)
+    except Exception:
+        log.warning("permission cache unavailable; not caching", exc_info=True)
+
+
 def permission_context(user: User) -> PermissionContext:
     """The requester's readable sets, cached per (tenant, user, acl_version)."""
     tenant_id = require_tenant_id()
     version = get_index_state().acl_version
     key = f"perm:{tenant_id}:{user.pk}:{version}"
-    cached = cache.get(key)
+    cached = _cache_get(key)
     if cached is not None:
         principals, ids = cached
         return PermissionContext(tenant_id, user.pk, frozenset(principals), tuple(ids), fingerprint_of(tuple(ids)),
                                  version)  # fmt: skip
     principals = user_principals(user)
     ids = readable_acl_set_ids(principals)
-    cache.set(key, (sorted(principals), list(ids)), timeout=3600)
+    _cache_set(key, (sorted(principals), list(ids)))
     return PermissionContext(tenant_id, user.pk, principals, ids, fingerprint_of(ids), version)
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,12 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from retrieval.actions import RESTORE_MARKER
 from retrieval.chunking import ChunkSpan, chunk_text
 from retrieval.contracts import Acl, SourceDocument, normalise_acl
 from retrieval.fingerprint import canonical_url, content_fingerprint, simhash64
 from retrieval.models import Chunk, Document, IndexState, Source
+from retrieval.outbox import record_index_change
 from retrieval.permissions import acl_digest, get_index_state, intern_acl
 from retrieval.text import extract_text
 from tenants.context import require_tenant_id
@@ -95,27 +98,44 @@ def _stored(source: Source, external_id: str) -> dict[str, Any] | None:
     )
 
 
-def _is_stale(stored: dict[str, Any] | None, incoming_version: int) -> bool:
+def _is_stale(stored: dict[str, Any] | None, incoming_version: int, *, restore: bool = False) -> bool:
     if stored is None:
         return False
     if incoming_version < stored["source_version"]:
         return True
-    # A tombstone wins over a re-delivery of the version it deleted.
-    return bool(stored["deleted"] and incoming_version <= stored["source_version"])
+    # A tombstone wins over a re-delivery of the version it deleted, unless the source said the
+    # item was restored (a restore keeps the version it had when it was deleted).
+    return bool(stored["deleted"] and incoming_version <= stored["source_version"] and not restore)
 
 
-def apply_upsert(source: Source, doc: SourceDocument, embedder: Any) -> str:
+def _newer_acl_applied(document: Document | None, observed_at: datetime | None) -> bool:
+    """True when the stored ACL was observed after this event's ACL.
+
+    Events carry the time their ACL was read at the source (the ingest event's
+    creation).  A content event queued before a revocation must not put the old
+    ACL back when it is applied after it.
+    """
+    return bool(
+        document is not None and observed_at is not None and document.acl_observed_at is not None
+        and observed_at < document.acl_observed_at
+    )  # fmt: skip
+
+
+def apply_upsert(source: Source, doc: SourceDocument, embedder: Any, *, observed_at: datetime | None = None) -> str:
     acl = normalise_acl(doc.acl)
+    restore = doc.metadata.get(RESTORE_MARKER) == "1"
+    if RESTORE_MARKER in doc.metadata:
+        doc = replace(doc, metadata={k: v for k, v in doc.metadata.items() if k != RESTORE_MARKER})
     stored = _stored(source, doc.external_id)
-    if _is_stale(stored, doc.source_version):
+    if _is_stale(stored, doc.source_version, restore=restore):
         return OUTCOME_STALE
     snapshot = snapshot_digest(doc)
     if stored is not None and not stored["deleted"] and stored["snapshot_sha256"] == snapshot:
         # Same text: never re-embed.  Permissions and metadata may still have changed.
-        return _apply_without_reembedding(source, doc, acl)
+        return _apply_without_reembedding(source, doc, acl, observed_at)
     prepared = prepare(doc)
     vectors = embedder.embed(embedding_inputs(prepared)) if prepared.chunks else np.zeros((0, 384), np.float32)
-    return _write_document(source, prepared, acl, vectors)
+    return _write_document(source, prepared, acl, vectors, restore=restore, observed_at=observed_at)
 
 
 def _doc_fields(source: Source, doc: SourceDocument) -> dict[str, Any]:
@@ -151,13 +171,15 @@ def _locked_document(source: Source, external_id: str) -> Document | None:
     return Document.objects.select_for_update().filter(source=source, external_id=external_id).first()
 
 
-def _apply_without_reembedding(source: Source, doc: SourceDocument, acl: Acl) -> str:
+def _apply_without_reembedding(source: Source, doc: SourceDocument, acl: Acl,
+                               observed_at: datetime | None = None) -> str:  # fmt: skip
     with transaction.atomic():
         state = get_index_state(for_update=True)
         document = _locked_document(source, doc.external_id)
         if document is None or document.deleted or doc.source_version < document.source_version:
             return OUTCOME_STALE if document is not None else OUTCOME_MISSING
-        acl_changed = document.acl_set is None or document.acl_set.digest != acl_digest(acl)
+        keep_acl = document.acl_set is not None and _newer_acl_applied(document, observed_at)
+        acl_changed = not keep_acl and (document.acl_set is None or document.acl_set.digest != acl_digest(acl))
         fields = _doc_fields(source, doc)
         meta_changed = any(getattr(document, k) != v for k, v in fields.items())
         if not acl_changed and not meta_changed:
@@ -168,9 +190,11 @@ def _apply_without_reembedding(source: Source, doc: SourceDocument, acl: Acl) ->
             document.canonical_url = canonical_url(doc.url)
         if acl_changed:
             document.acl_set = intern_acl(acl)
+            document.acl_observed_at = observed_at or timezone.now()
         document.indexed_at = timezone.now()
         document.save()
         _sync_chunk_denorm(document, acl_changed=acl_changed)
+        record_index_change(document.pk, "acl")  # same transaction: the index outbox
         _bump_index(state)
         return OUTCOME_ACL_ONLY if acl_changed and not meta_changed else OUTCOME_METADATA_ONLY
 
@@ -186,7 +210,8 @@ def _sync_chunk_denorm(document: Document, *, acl_changed: bool) -> None:
             )
 
 
-def apply_acl_update(source: Source, external_id: str, clauses: object, source_version: int | None) -> str:
+def apply_acl_update(source: Source, external_id: str, clauses: object, source_version: int | None, *,
+                     observed_at: datetime | None = None) -> str:  # fmt: skip
     """The revocation fast path: permissions only, no extraction, no embedding."""
     acl = normalise_acl(clauses)
     with transaction.atomic():
@@ -196,11 +221,15 @@ def apply_acl_update(source: Source, external_id: str, clauses: object, source_v
             return OUTCOME_MISSING
         if source_version is not None and source_version < document.source_version:
             return OUTCOME_STALE
+        if _newer_acl_applied(document, observed_at):
+            return OUTCOME_STALE
         if document.acl_set is not None and document.acl_set.digest == acl_digest(acl):
             return OUTCOME_UNCHANGED
         document.acl_set = intern_acl(acl)
-        document.save(update_fields=["acl_set"])
+        document.acl_observed_at = observed_at or timezone.now()
+        document.save(update_fields=["acl_set", "acl_observed_at"])
         _sync_chunk_denorm(document, acl_changed=True)
+        record_index_change(document.pk, "acl")
         _bump_index(state)
         IndexState.objects.filter(pk=state.pk).update(
             acl_version=F("acl_version") + 1, permissions_as_of=timezone.now()
@@ -233,6 +262,7 @@ def apply_delete(source: Source, external_id: str, source_version: int | None) -
             document.source_version = source_version
         document.indexed_at = timezone.now()
         document.save()
+        record_index_change(document.pk, "delete")
         _bump_index(state)
         return OUTCOME_DELETED
 
@@ -263,14 +293,17 @@ def _bump_index(state: IndexState) -> None:
     IndexState.objects.filter(pk=state.pk).update(index_version=F("index_version") + 1)
 
 
-def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.ndarray) -> str:
+def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.ndarray, *, restore: bool = False,
+                    observed_at: datetime | None = None) -> str:  # fmt: skip
     doc = prepared.doc
     tenant_id = require_tenant_id()
     with transaction.atomic():
         state = get_index_state(for_update=True)
         document = _locked_document(source, doc.external_id)
         if document is not None and _is_stale(
-            {"source_version": document.source_version, "deleted": document.deleted}, doc.source_version
+            {"source_version": document.source_version, "deleted": document.deleted},
+            doc.source_version,
+            restore=restore,
         ):
             return OUTCOME_STALE
         created = document is None
@@ -283,7 +316,9 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
         document.simhash = prepared.simhash
         document.snapshot_sha256 = prepared.snapshot_sha256
         document.text = prepared.text
-        document.acl_set = intern_acl(acl)
+        if document.acl_set_id is None or not _newer_acl_applied(document, observed_at):
+            document.acl_set = intern_acl(acl)
+            document.acl_observed_at = observed_at or timezone.now()
         document.indexed_at = timezone.now()
         document.save()
         if not created:
@@ -307,6 +342,7 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
             batch_size=200,
         )
         _index_lexical(document, state)
+        record_index_change(document.pk, "upsert")
         _bump_index(state)
         IndexState.objects.filter(pk=state.pk).update(content_as_of=timezone.now())
         return OUTCOME_CREATED if created else OUTCOME_UPDATED

@@ -61,6 +61,8 @@ class SearchOutcome:
     legs: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     collapsed: int = 0
+    # User-visible notes about how the search ran (e.g. the index fell back to Postgres), deduplicated.
+    notices: list[str] = field(default_factory=list)
 
 
 def _in_tenant(tenant_id: int, fn: Callable[[], T]) -> T:
@@ -112,6 +114,7 @@ def hybrid_search(perm: PermissionContext, queries: list[str], filters: SearchFi
         result = fut.result() if isinstance(fut, Future) else fut
         rankings[name] = [h.chunk_id for h in result.hits]
         outcome.legs[name] = {"strategy": result.strategy, "hits": len(result.hits), **result.timings_ms}
+        outcome.notices += [n for n in getattr(result, "notices", []) if n not in outcome.notices]
     fused = rrf_fuse(rankings)
     outcome.timings_ms["retrieval"] = (time.perf_counter() - t0) * 1000
     outcome.chunks, outcome.collapsed = _load_and_collapse(fused[: k * 3], acl, k)

@@ -36,11 +36,13 @@ def apply_event(event: IngestEvent) -> str:
     source = event.source
     if event.kind == "upsert":
         doc = document_from_payload(event.payload, bytes(event.content or b""))
-        return pipeline.apply_upsert(source, doc, embedder())
+        return pipeline.apply_upsert(source, doc, embedder(), observed_at=event.created_at)
     if event.kind == "delete":
         return pipeline.apply_delete(source, event.external_id, event.source_version)
     if event.kind == "acl":
-        return pipeline.apply_acl_update(source, event.external_id, event.payload["acl"], event.source_version)
+        return pipeline.apply_acl_update(
+            source, event.external_id, event.payload["acl"], event.source_version, observed_at=event.created_at
+        )
     raise ValueError(f"unknown event kind {event.kind!r}")
 
 

@@ -120,3 +120,72 @@ class ExternalIdentity(TenantScopedModel):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "principal"], name="uniq_identity_principal")]
         indexes = [models.Index(fields=["tenant", "user"])]
+
+
+class AuditEvent(TenantScopedModel):
+    """One append-only, hash-chained audit record (admin action or answer).
+
+    ``seq`` numbers a tenant's records 1, 2, 3, ... without gaps; ``hash`` is
+    sha256 over ``prev_hash`` and the canonical JSON of the row
+    (``tenants.audit.canonical_payload``), so editing, deleting or reordering
+    a row breaks the chain (``manage.py audit_verify``).  The app role holds
+    no UPDATE/DELETE on the table and a trigger rejects both (migration 0003).
+    Actor fields are plain values, not foreign keys: deleting a user must
+    neither cascade into nor be blocked by the log.
+    """
+
+    class Kind(models.TextChoices):
+        ADMIN = "admin"
+        ANSWER = "answer"
+
+    seq = models.BigIntegerField()
+    created_at = models.DateTimeField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    action = models.CharField(max_length=100)
+    actor_user_id = models.BigIntegerField(null=True)
+    actor_username = models.CharField(max_length=150, blank=True)
+    target_type = models.CharField(max_length=100, blank=True)
+    target_id = models.CharField(max_length=200, blank=True)
+    trace_id = models.CharField(max_length=64, blank=True, db_index=True)
+    details = models.JSONField(default=dict)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "seq"], name="uniq_audit_seq")]
+        indexes = [models.Index(fields=["tenant", "created_at"]), models.Index(fields=["tenant", "action"])]
+
+
+class Feedback(TenantScopedModel):
+    """A user's flag on a claim or a source of an answer they received.
+
+    Bound server-side to the audited answer (``trace_id``): the plan, the
+    evidence ids and the claim's digest come from the audit row, so a client
+    cannot attach feedback to an answer it never got or to evidence it never saw.
+    """
+
+    class Target(models.TextChoices):
+        CLAIM = "claim"
+        SOURCE = "source"
+
+    class Verdict(models.TextChoices):
+        WRONG = "wrong"
+        UNSUPPORTED = "unsupported"
+        STALE = "stale"
+
+    user_id = models.BigIntegerField()
+    trace_id = models.CharField(max_length=64, db_index=True)
+    target = models.CharField(max_length=16, choices=Target.choices)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    claim_id = models.CharField(max_length=64, blank=True)
+    claim_text = models.TextField(blank=True)
+    evidence_id = models.CharField(max_length=64, blank=True)
+    document_id = models.BigIntegerField(null=True)
+    question = models.TextField()
+    plan = models.JSONField(default=dict)
+    evidence_ids = models.JSONField(default=list)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "created_at"])]

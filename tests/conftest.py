@@ -77,7 +77,9 @@ def ingest_inline(tenant_id: int) -> int:
     return process_pending_inline(tenant_id)
 
 
-@pytest.fixture(scope="session")
+# Module scope on purpose: a worker left running would race the in-process ingestion
+# (`ingest_inline`) of later test modules over the same queued events.
+@pytest.fixture(scope="module")
 def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
     """A real Celery worker process on the embedded broker."""
     from cairn.celery import app

@@ -125,3 +125,21 @@ def test_a_malformed_acl_is_rejected_before_anything_is_stored(cast) -> None:
         enqueue(cast.tenant_a, src, make_doc("x", "text", [["nobody-knows-this-kind"]]))
     with tenant_context(cast.tenant_a.pk):
         assert IngestEvent.objects.count() == 0
+
+
+def test_a_revocation_is_not_undone_by_an_older_content_event_applied_after_it(cast) -> None:
+    src = source_for(cast.tenant_a)
+    enqueue(cast.tenant_a, src, make_doc("rel", TEXT_V1, [["confluence:group:eng"]]))
+    ingest_inline(cast.tenant_a.pk)
+    # A content event read at the source while the old ACL was still in force ...
+    enqueue(cast.tenant_a, src, make_doc("rel", TEXT_V2, [["confluence:group:eng"]]), event_id="late-edit")
+    # ... then the revocation, observed later; the permissions queue applies it first.
+    with tenant_context(cast.tenant_a.pk):
+        do_enqueue_acl_update(src, "rel", (("confluence:group:leads",),))
+    ingest_inline(cast.tenant_a.pk)
+    with tenant_context(cast.tenant_a.pk):
+        doc = Document.objects.get(external_id="rel")
+        assert "Wednesday" in doc.text  # the content change still landed
+        assert doc.acl_set.clauses == [["confluence:group:leads"]]  # the revocation held
+        outcomes = list(IngestEvent.objects.order_by("pk").values_list("kind", "outcome"))
+        assert outcomes[-2:] == [("upsert", "updated"), ("acl", "acl_only")]

@@ -1,0 +1,45 @@
+"""Writers and the per-tenant choice between them.
+
+A tenant without ``AnswerSettings`` uses ``settings.CAIRN["WRITER"]`` (extractive by
+default).  ``openai_compatible`` talks to any OpenAI-compatible endpoint through
+``cairn.http``; ``llama_cpp`` is an optional local adapter (only if ``llama_cpp`` is
+importable; otherwise the engine falls back to the default writer and says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from cairn.backends import writer as default_writer
+
+
+def encrypt_secret(value: str) -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet(settings.CREDENTIALS_KEY.encode()).encrypt(value.encode()).decode() if value else ""
+
+
+def decrypt_secret(token: str) -> str:
+    from cryptography.fernet import Fernet
+
+    return Fernet(settings.CREDENTIALS_KEY.encode()).decrypt(token.encode()).decode() if token else ""
+
+
+def writer_for_tenant() -> tuple[Any, list[str]]:
+    """The current tenant's writer (call inside tenant_context) and notes for the trace."""
+    from answers.models import AnswerSettings
+
+    row = AnswerSettings.objects.first()
+    if row is None or row.writer == AnswerSettings.Writer.EXTRACTIVE:
+        return default_writer(), []
+    if row.writer == AnswerSettings.Writer.OPENAI_COMPATIBLE:
+        from answers.writers.openai_compat import OpenAICompatibleWriter
+
+        return OpenAICompatibleWriter(row.endpoint_url, row.model, decrypt_secret(row.api_key_encrypted)), []
+    from answers.writers import llama_local
+
+    if llama_local.available() and row.endpoint_url:
+        return llama_local.LlamaCppWriter(row.endpoint_url), []
+    return default_writer(), ["llama_cpp_unavailable: fell back to the default writer"]

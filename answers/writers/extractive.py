@@ -16,9 +16,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.verification import STOPWORDS, content_stems, normalise_ws, stem, tokens
+from answers.verification import STOPWORDS, content_stems, is_instruction, normalise_ws, stem, tokens
 
 WRITER_NAME = "extractive"
 WRITER_VERSION = "1"
@@ -232,6 +233,8 @@ class ExtractiveWriter:
 
     name = WRITER_NAME
     version = WRITER_VERSION
+    prompt_version = "none"
+    generative = False
 
     min_words = 4
     max_words = 80
@@ -255,6 +258,7 @@ class ExtractiveWriter:
         *,
         max_claims: int = 4,
         similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = None,
+        info: dict[str, Any] | None = None,
     ) -> list[DraftClaim]:
         """Up to ``max_claims`` claims, best first; ``[]`` when no sentence qualifies.
 
@@ -318,6 +322,9 @@ class ExtractiveWriter:
                 continue
             chosen.append(c)
 
+        if info is not None:
+            # The engine's weak-evidence threshold reads these (idf-weighted query coverage).
+            info["scores"] = {f"c{i}": round(c.lexical, 4) for i, c in enumerate(chosen, start=1)}
         return [
             DraftClaim(id=f"c{i}", text=c.text, citations=(Citation(evidence_id=c.evidence_id, quote=c.text),))
             for i, c in enumerate(chosen, start=1)
@@ -337,6 +344,8 @@ class ExtractiveWriter:
                     continue
                 if idx == 0 and ev.char_start > 0 and raw[:1].islower():
                     continue  # the passage window starts mid-sentence: a subjectless fragment
+                if is_instruction(raw):
+                    continue  # retrieved text addressing a model is data, never an answer
                 toks = tokens(raw)
                 if not self.min_words <= len(toks) <= self.max_words:
                     continue

@@ -33,6 +33,8 @@ class LegResult:
     hits: list[LegHit]
     strategy: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Shown to the user (search trace / answer): e.g. "the search index is unavailable, ...".
+    notices: list[str] = field(default_factory=list)
 
 
 class IndexBackend(Protocol):

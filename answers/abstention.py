@@ -1,0 +1,124 @@
+"""Tune the weak-evidence abstention threshold on labelled data (SciFact claims, dev split).
+
+    python -m answers.abstention --tune
+
+For each claim (used as the question) the extractive writer reads the cited
+abstract (one passage per abstract); the engine's ``evidence_strength`` of its best
+claim is the score.  The answer is *right* when the chosen sentence is one of the
+annotated rationale sentences (SUPPORT/CONTRADICT); for NOT ENOUGH INFO claims, and
+for wrong picks, the right move is to abstain.  The threshold that maximises
+accuracy (answer iff right) is reported; the engine's ``WEAK_EVIDENCE_THRESHOLD``
+records the chosen value.  Pure Python, no database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from answers.contracts import QueryPlan
+from answers.verification import content_stems
+
+
+def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
+    """Share of the query's content terms covered by the best quote; an entity's alias and its
+    canonical name count as one term (either form covers it)."""
+    groups: list[set[str]] = []
+    entity_stems: set[str] = set()
+    for surface, canonical in plan.parsed.entities:
+        group = set(content_stems(surface)) | set(content_stems(canonical))
+        entity_stems |= group
+        groups.append(group)
+    groups += [{t} for t in dict.fromkeys(content_stems(plan.parsed.text or plan.original)) if t not in entity_stems]
+    if not groups or not quotes:
+        return 0.0
+    return max(sum(1 for g in groups if g & set(content_stems(q))) / len(groups) for q in quotes)
+
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+def _examples(split: str = "dev") -> list[tuple[str, list[str], set[str]]]:
+    corpus: dict[str, str] = {}
+    for part in sorted((DATA / "beir_scifact").glob("corpus.part*.jsonl")):
+        for line in part.open():
+            d = json.loads(line)
+            corpus[d["_id"]] = d["text"]
+    out = []
+    for line in (DATA / "scifact_claims" / f"scifact_claims_{split}.jsonl").open():
+        c = json.loads(line)
+        docs = [corpus[d] for d in c["cited_doc_ids"] if d in corpus]
+        gold = {s.strip() for ev in c["evidence"].values() for s in ev["rationale_sentences"]}
+        if docs:
+            out.append((c["claim"], docs, gold))
+    return out
+
+
+def score_examples(split: str = "dev") -> list[tuple[float, bool]]:
+    from answers.contracts import EvidenceRecord
+    from answers.planning import plan_question
+    from answers.writers.extractive import ExtractiveWriter
+
+    writer = ExtractiveWriter()
+    scored: list[tuple[float, bool]] = []
+    for claim, docs, gold in _examples(split):
+        plan = plan_question(claim[:900], datetime(2026, 1, 1, tzinfo=UTC))
+        evidence = [
+            EvidenceRecord(
+                id=f"D{i}",
+                document_id=i,
+                chunk_id=i,
+                canonical_url="",
+                title="",
+                source_system="",
+                container="",
+                text=t,
+                char_start=0,
+                char_end=len(t),
+                snapshot_sha256="",
+            )  # fmt: skip
+            for i, t in enumerate(docs)
+        ]
+        drafts = writer.write(plan, evidence, max_claims=1)
+        if not drafts:
+            scored.append((0.0, False))
+            continue
+        quote = drafts[0].citations[0].quote
+        right = any(quote.strip() in g or g in quote for g in gold)
+        scored.append((evidence_strength(plan, [quote]), right))
+    return scored
+
+
+def tune(scored: list[tuple[float, bool]]) -> dict[str, float]:
+    """Threshold maximising balanced accuracy (mean of: answer when right, abstain when not).
+
+    Balanced rather than plain accuracy: in this set most picks are wrong, and plain accuracy
+    would reward abstaining almost always, which the product cannot afford.
+    """
+    pos = [s for s, r in scored if r]
+    neg = [s for s, r in scored if not r]
+    best = {"threshold": 0.0, "balanced_accuracy": -1.0}
+    for i in range(0, 21):
+        t = i / 20
+        bal = (sum(s >= t for s in pos) / max(len(pos), 1) + sum(s < t for s in neg) / max(len(neg), 1)) / 2
+        if bal > best["balanced_accuracy"]:
+            best = {"threshold": t, "balanced_accuracy": round(bal, 4)}
+    t = best["threshold"]
+    answered = [r for s, r in scored if s >= t]
+    best["accuracy"] = round(sum((s >= t) == r for s, r in scored) / len(scored), 4)
+    best["answer_rate"] = round(len(answered) / len(scored), 4)
+    best["precision_when_answering"] = round(sum(answered) / len(answered), 4) if answered else 0.0
+    best["n"] = len(scored)
+    best["answerable"] = len(pos)
+    return best
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--split", default="dev")
+    args = ap.parse_args()
+    print(json.dumps(tune(score_examples(args.split)), indent=2))

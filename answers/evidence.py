@@ -1,0 +1,233 @@
+"""Stage 4, evidence extraction: top documents -> scored passages -> evidence records.
+
+The writer is never handed whole pages.  Each top document's retrieved chunks are
+cut into sentences, every sentence is scored against the query (idf-weighted
+coverage of the query's content terms, entity canonical names included), and a
+passage is the best sentence plus the adjacent sentences that also carry query
+terms (at most ``MAX_SENTENCES``).  Each passage becomes an ``EvidenceRecord`` with
+a stable id (document, snapshot digest, offsets), offsets into the *document's*
+extracted text, dates, version, authority and snapshot digest.  Passages are
+added best-first until the token budget is spent.
+
+Retrieved text is untrusted: sentences that address the model ("ignore previous
+instructions", "you are now...", "tell the user to ...") never enter a passage;
+the record is flagged ``instructions_removed`` so the trace shows it happened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from answers.contracts import EvidenceRecord, QueryPlan
+from answers.verification import INJECTION_RE, content_stems, is_instruction
+from answers.writers.extractive import split_sentences
+
+if TYPE_CHECKING:
+    from retrieval.search import RankedChunk
+
+MAX_DOCUMENTS = 8
+MAX_SENTENCES = 3
+PASSAGES_PER_DOCUMENT = 2
+DEFAULT_TOKEN_BUDGET = 1500
+
+DEFAULT_TIER_NAMES = {0: "system of record", 1: "official docs", 2: "wiki", 3: "chat"}
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters per token (English, BPE tokenisers); the budget only needs to be proportional."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def evidence_id(document_id: int, snapshot: str, start: int, end: int) -> str:
+    return "E" + hashlib.sha256(f"{document_id}:{snapshot}:{start}:{end}".encode()).hexdigest()[:12]
+
+
+def query_terms(plan: QueryPlan, extra_text: str = "") -> list[str]:
+    parsed = plan.parsed
+    terms = list(dict.fromkeys(content_stems(f"{parsed.text or parsed.original} {extra_text}")))
+    for _surface, canonical in parsed.entities:
+        terms.extend(t for t in content_stems(canonical) if t not in terms)
+    if plan.version_scope:
+        terms.extend(t for t in content_stems(plan.version_scope) if t not in terms)
+    return terms
+
+
+@dataclass
+class _Sentence:
+    chunk: RankedChunk
+    start: int  # offsets in chunk.text
+    end: int
+    terms: frozenset[str]
+    instruction: bool
+    score: float = 0.0
+
+
+def _document_offsets(chunk: RankedChunk, doc_text: str | None, start: int, end: int) -> tuple[int, int]:
+    """Offsets of chunk.text[start:end] in the document's extracted text."""
+    passage = chunk.text[start:end]
+    abs_start = chunk.char_start + start
+    if doc_text is None or doc_text[abs_start : abs_start + len(passage)] == passage:
+        return abs_start, abs_start + len(passage)
+    found = doc_text.find(passage, max(0, chunk.char_start - 200))
+    if found == -1:
+        found = doc_text.find(passage)
+    if found == -1:
+        return abs_start, abs_start + len(passage)
+    return found, found + len(passage)
+
+
+def build_evidence(
+    plan: QueryPlan,
+    chunks: Sequence[RankedChunk],
+    *,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+    max_documents: int = MAX_DOCUMENTS,
+    doc_texts: dict[int, str] | None = None,
+    tier_names: dict[int, str] | None = None,
+    extra_query: str = "",
+    hop: str = "",
+) -> tuple[list[EvidenceRecord], dict[str, object]]:
+    """Passages of the top documents, best first, within ``token_budget``.
+
+    ``doc_texts`` (document id -> extracted text) makes the offsets exact even if a
+    chunk's text was normalised; ``extra_query`` adds terms (a bound hop value).
+    Returns the records and a trace dict (budget, tokens used, passages cut).
+    """
+    tier_names = tier_names or DEFAULT_TIER_NAMES
+    by_doc: dict[int, list[RankedChunk]] = defaultdict(list)
+    order: list[int] = []
+    for c in chunks:
+        if c.document_id not in by_doc:
+            if len(order) >= max_documents:
+                continue
+            order.append(c.document_id)
+        by_doc[c.document_id].append(c)
+
+    sentences: dict[int, list[_Sentence]] = {}
+    for doc_id in order:
+        out: list[_Sentence] = []
+        for c in by_doc[doc_id][:3]:
+            for s, e in split_sentences(c.text):
+                raw = c.text[s:e]
+                out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), is_instruction(raw)))
+        sentences[doc_id] = out
+
+    q_terms = query_terms(plan, extra_query)
+    df: Counter[str] = Counter()
+    n = 0
+    for sents in sentences.values():
+        for s in sents:
+            df.update(s.terms)
+            n += 1
+    idf = {t: math.log(1.0 + max(n, 1) / (df[t] if df[t] else 0.5)) for t in q_terms}
+    total = sum(idf.values()) or 1.0
+    for sents in sentences.values():
+        for s in sents:
+            s.score = 0.0 if s.instruction else sum(idf[t] for t in q_terms if t in s.terms) / total
+
+    candidates: list[tuple[float, int, int, EvidenceRecord]] = []
+    for rank, doc_id in enumerate(order):
+        sents = sentences[doc_id]
+        used: set[int] = set()
+        best_score = 0.0
+        for _ in range(PASSAGES_PER_DOCUMENT):
+            pick = max(
+                (i for i in range(len(sents)) if i not in used and not sents[i].instruction),
+                key=lambda i: (sents[i].score, -i),
+                default=None,
+            )
+            if pick is None or (used and sents[pick].score < 0.5 * best_score) or (used and sents[pick].score == 0):
+                break
+            best_score = max(best_score, sents[pick].score)
+            lo = hi = pick
+            chunk = sents[pick].chunk
+
+            def joinable(
+                j: int, chunk: RankedChunk = chunk, sents: list[_Sentence] = sents, used: set[int] = used
+            ) -> bool:
+                s = sents[j]
+                return s.chunk is chunk and j not in used and not s.instruction and s.score > 0
+
+            while hi - lo + 1 < MAX_SENTENCES and (
+                (hi + 1 < len(sents) and joinable(hi + 1)) or (lo > 0 and joinable(lo - 1))
+            ):
+                if hi + 1 < len(sents) and joinable(hi + 1):
+                    hi += 1
+                else:
+                    lo -= 1
+            if sents[pick].score == 0 and hi == lo and pick + 1 < len(sents) and sents[pick + 1].chunk is chunk:
+                if not sents[pick + 1].instruction:
+                    hi = pick + 1  # no lexical anchor (vector-only hit): give the writer some context
+            used.update(range(lo, hi + 1))
+            start, end = sents[lo].start, sents[hi].end
+            text = chunk.text[start:end]
+            flags: tuple[str, ...] = ()
+            if any(s.instruction and s.chunk is chunk for s in sents):
+                flags = ("instructions_removed",)
+            doc_text = (doc_texts or {}).get(doc_id)
+            a, b = _document_offsets(chunk, doc_text, start, end)
+            record = EvidenceRecord(
+                id=evidence_id(doc_id, chunk.snapshot_sha256, a, b),
+                document_id=doc_id,
+                chunk_id=chunk.chunk_id,
+                canonical_url=chunk.canonical_url or chunk.url,
+                title=chunk.title,
+                source_system=chunk.source_system,
+                container=chunk.container,
+                text=text,
+                char_start=a,
+                char_end=b,
+                snapshot_sha256=chunk.snapshot_sha256,
+                updated_at=chunk.updated_at,
+                created_at=chunk.created_at,
+                version_label=chunk.version_label,
+                authority_tier=chunk.authority_tier,
+                scores={
+                    "passage": round(max(sents[i].score for i in range(lo, hi + 1)), 4),
+                    "rrf": round(chunk.rrf, 6),
+                    **{f"rank_{k}": float(v) for k, v in chunk.ranks.items()},
+                },
+                authority=tier_names.get(chunk.authority_tier, f"tier {chunk.authority_tier}"),
+                hop=hop,
+                flags=flags,
+            )
+            candidates.append((sents[pick].score, rank, start, record))
+
+    # Best passages first, document rank breaking ties, until the budget is spent.
+    candidates.sort(key=lambda t: (-t[0], t[1], t[2]))
+    kept: list[EvidenceRecord] = []
+    used_tokens = 0
+    cut = 0
+    for _score, _rank, _start, rec in candidates:
+        cost = estimate_tokens(rec.text)
+        if used_tokens + cost > token_budget and kept:
+            cut += 1
+            continue
+        kept.append(rec)
+        used_tokens += cost
+    trace = {
+        "token_budget": token_budget,
+        "tokens_used": used_tokens,
+        "passages": len(kept),
+        "passages_over_budget": cut,
+        "documents": len(order),
+        "instructions_removed": sum(1 for r in kept if "instructions_removed" in r.flags),
+    }
+    return kept, trace
+
+
+__all__ = [
+    "DEFAULT_TIER_NAMES",
+    "DEFAULT_TOKEN_BUDGET",
+    "INJECTION_RE",
+    "build_evidence",
+    "estimate_tokens",
+    "evidence_id",
+    "is_instruction",
+    "query_terms",
+]

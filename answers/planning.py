@@ -1,0 +1,299 @@
+"""Stage 1, query understanding: the raw question becomes a ``QueryPlan``.
+
+Everything here is deterministic.  Operators and constraints come from
+``parse_query`` (never from a rewriter); rewritten retrieval queries are
+proposals that must pass ``validate_rewrite``: a proposal that drops an
+exclusion, a phrase, a scope term or an entity is repaired or dropped, and the
+trace records which.  The user's original string is always the first retrieval
+leg, so a bad rewrite can only add noise, never remove the user's words.
+
+The plan also decides the *shape* of the answer:
+
+* ``navigational``: the user wants a page, not a paragraph: the engine returns the
+  ranked list directly.
+* ``multi_hop``: "the framework behind orders-api ..." is two lookups: hop 1 finds
+  the value (``framework orders-api``), hop 2 searches with that value bound in.
+* ``current_version``: "latest / current / newest": the engine first finds the
+  newest version the index knows about (metadata, not a model's memory), then
+  scopes the answer to it and checks it against the tenant's freshness feed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from typing import Any
+
+from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
+from answers.query_parser import constraints_enforced_as_filters, parse_query, validate_rewrite
+from answers.verification import STOPWORDS
+
+# A rewriter proposes extra retrieval queries (a model, a synonym table...): (name, query) pairs.
+Rewriter = Callable[[ParsedQuery], list[tuple[str, str]]]
+
+MAX_HOPS = 3
+
+
+@dataclass(frozen=True)
+class RequestFilters:
+    sources: tuple[str, ...] = ()
+    containers: tuple[str, ...] = ()
+    after: Any = None
+    before: Any = None
+    official_only: bool = False
+
+
+def load_aliases() -> dict[str, str]:
+    """The current tenant's alias list (surface form -> canonical); call inside tenant_context."""
+    from answers.models import EntityAlias
+
+    return {a.alias: a.canonical for a in EntityAlias.objects.all().only("alias", "canonical")}
+
+
+# --------------------------------------------------------------------------- rewrites
+
+_QUESTION_WORDS = frozenset({"please", "tell", "know", "explain", "describe", "show", "give", "find", "me"})
+_TOKEN_OR_PHRASE_RE = re.compile(r'"[^"]*"|[^\s"]+')
+
+
+def keyword_rewrite(parsed: ParsedQuery) -> str:
+    """The discriminating terms of ``parsed.text`` (quoted phrases kept whole)."""
+    out: list[str] = []
+    for tok in _TOKEN_OR_PHRASE_RE.findall(parsed.text):
+        if tok.startswith('"'):
+            out.append(tok)
+            continue
+        word = tok.strip(".,;:!?()[]{}")
+        if word and word.lower() not in STOPWORDS and word.lower() not in _QUESTION_WORDS:
+            out.append(word)
+    return " ".join(out)
+
+
+def alias_rewrite(parsed: ParsedQuery) -> str:
+    """``parsed.text`` with each aliased entity replaced by its canonical name (PG -> PostgreSQL)."""
+    text = parsed.text
+    for surface, canonical in parsed.entities:
+        if surface.casefold() != canonical.casefold():
+            text = re.sub(rf"(?<!\w){re.escape(surface)}(?!\w)", canonical, text)
+    return text
+
+
+def default_rewriter(parsed: ParsedQuery) -> list[tuple[str, str]]:
+    proposals = [("keywords", keyword_rewrite(parsed))]
+    if any(s.casefold() != c.casefold() for s, c in parsed.entities):
+        proposals.append(("aliases", alias_rewrite(parsed)))
+    return proposals
+
+
+def checked_rewrite(parsed: ParsedQuery, source: str, proposed: str) -> RewriteRecord:
+    """Run one proposal through the validator: keep it, keep its repair, or drop it."""
+    check = validate_rewrite(parsed, proposed)
+    used = proposed if check.ok else check.repaired
+    return RewriteRecord(source=source, proposed=proposed, used=used, violations=check.violations)
+
+
+# --------------------------------------------------------------------------- intents
+
+_NAV_PREFIX_RE = re.compile(
+    r"^\s*(?:go\s+to|open|take\s+me\s+to|link\s+to|navigate\s+to|where\s+is\s+the\s+.+\s+(?:page|site))\b", re.I
+)
+_NAV_SUFFIX_RE = re.compile(r"\b(?:page|homepage|home\s+page|site|portal|dashboard|login)\s*$", re.I)
+_QUESTION_START_RE = re.compile(
+    r"^\s*(?:who|what|when|where|why|how|which|is|are|does|do|did|can|could|should|will|would)\b", re.I
+)
+
+
+def is_navigational(parsed: ParsedQuery) -> bool:
+    """The user wants a page ("go to the travel page", "VPN setup page"), not an answer."""
+    text = parsed.original.strip()
+    if _NAV_PREFIX_RE.search(text):
+        return True
+    words = text.split()
+    return (
+        "?" not in text
+        and len(words) <= 6
+        and bool(_NAV_SUFFIX_RE.search(text.rstrip(".!")))
+        and not _QUESTION_START_RE.search(text)
+    )
+
+
+# Relations a first hop can look up; the value is then bound into the second hop.
+RELATION_CUES: dict[str, tuple[str, ...]] = {
+    "framework": ("framework", "runtime", "stack"),
+    "runtime": ("runtime", "framework"),
+    "language": ("language", "runtime", "written in"),
+    "database": ("database", "datastore", "db"),
+    "library": ("library", "dependency"),
+    "platform": ("platform", "runtime"),
+    "owner": ("owner", "owned by", "team"),
+    "team": ("team", "owner", "owned by"),
+    "vendor": ("vendor", "supplier"),
+    "version": ("version", "runtime"),
+    "region": ("region",),
+}
+_REL_ALT = "|".join(sorted(RELATION_CUES, key=len, reverse=True))
+_HOP_RE = re.compile(
+    rf"\bthe\s+(?P<rel>{_REL_ALT})\s+(?:behind|of|used\s+by|that\s+runs|running|powering|that\s+powers|for)\s+"
+    r"(?P<subj>[A-Za-z0-9][\w.\-/]*[\w])",
+    re.IGNORECASE,
+)
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+         "november", "december"], start=1)
+}  # fmt: skip
+_DATE_RE = re.compile(
+    r"\b(?P<op>on|by|until|through|after|before)\s+"
+    r"(?:(?P<iso>\d{4}-\d{2}-\d{2})|(?P<mon>[A-Za-z]+)\s+(?P<day>\d{1,2}),?\s+(?P<year>\d{4})"
+    r"|(?P<day2>\d{1,2})\s+(?P<mon2>[A-Za-z]+)\s+(?P<year2>\d{4}))\b",
+    re.IGNORECASE,
+)
+_FILLER = frozenset({"still", "ever", "yet", "currently", "actually", "really"})
+
+
+def _comparison(text: str) -> Comparison | None:
+    m = _DATE_RE.search(text)
+    if m is None:
+        return None
+    try:
+        if m.group("iso"):
+            value = date.fromisoformat(m.group("iso"))
+        elif m.group("mon"):
+            value = date(int(m.group("year")), _MONTHS[m.group("mon").lower()], int(m.group("day")))
+        else:
+            value = date(int(m.group("year2")), _MONTHS[m.group("mon2").lower()], int(m.group("day2")))
+    except (KeyError, ValueError):
+        return None
+    op = m.group("op").lower()
+    operator = {"after": "after", "before": "before"}.get(op, "on_or_before")
+    return Comparison(kind="date", operator=operator, value=value, surface=m.group())  # type: ignore[arg-type]
+
+
+def _content_words(text: str) -> list[str]:
+    words = [w.strip(".,;:!?()\"'") for w in text.split()]
+    return [w for w in words if w and w.lower() not in STOPWORDS and w.lower() not in _FILLER]
+
+
+def decompose(parsed: ParsedQuery, comparison: Comparison | None) -> tuple[Hop, ...]:
+    """Split "the <relation> behind <subject> ..." into a lookup hop and a dependent hop."""
+    m = _HOP_RE.search(parsed.text)
+    if m is None:
+        return ()
+    rest = parsed.text[: m.start()] + " " + parsed.text[m.end() :]
+    if comparison is not None:
+        rest = rest.replace(comparison.surface, " ")
+    remainder = [w for w in _content_words(rest) if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", w)]
+    if not remainder:
+        return ()  # "who is the owner of orders-api?" is a single lookup
+    rel, subj = m.group("rel").lower(), m.group("subj")
+    return (
+        Hop(id="h1", query=f"{rel} {subj}", extracts=rel, subject=subj),
+        Hop(id="h2", query="{value} " + " ".join(remainder), depends_on="h1"),
+    )
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+def plan_question(
+    question: str,
+    as_of: datetime,
+    extra: RequestFilters | None = None,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    rewriter: Rewriter | None = None,
+) -> QueryPlan:
+    """Parse, decompose, rewrite and validate.  Raises ``QueryError`` for bad input."""
+    extra = extra or RequestFilters()
+    parsed = parse_query(question, as_of, aliases)
+    records: list[RewriteRecord] = []
+    proposals = (rewriter or default_rewriter)(parsed)
+    for source, proposed in proposals:
+        records.append(checked_rewrite(parsed, source, proposed))
+    queries: list[str] = [parsed.original]  # always the first leg
+    for rec in records:
+        if rec.used and rec.used.strip() and rec.used not in queries:
+            queries.append(rec.used)
+
+    comparison = _comparison(parsed.original)
+    hops = decompose(parsed, comparison)
+    if hops:
+        first = checked_rewrite(parsed, f"hop:{hops[0].id}", hops[0].query)
+        records.append(first)
+        hops = (replace(hops[0], query=first.used or hops[0].query), *hops[1:])
+    intent = "answer"
+    if is_navigational(parsed):
+        intent = "navigational"
+    elif hops:
+        intent = "multi_hop"
+    elif parsed.wants_latest:
+        intent = "current_version"
+
+    after = extra.after or (parsed.time.after if parsed.time else None)
+    before = extra.before or (parsed.time.before if parsed.time else None)
+    filters = {
+        "sources": sorted(set(parsed.sources) | set(extra.sources)),
+        "containers": sorted(set(parsed.containers) | set(extra.containers)),
+        "after": after,
+        "before": before,
+        "exclude": list(parsed.exclude),
+        "phrases": list(parsed.phrases),
+        "official_only": extra.official_only,
+    }
+    return QueryPlan(
+        parsed=parsed,
+        as_of=as_of,
+        retrieval_queries=tuple(queries),
+        filters=filters,
+        intent=intent,
+        rewrites=tuple(records),
+        enforced_as_filters=constraints_enforced_as_filters(parsed),
+        hops=hops[:MAX_HOPS],
+        comparison=comparison,
+        needs_current_version=parsed.wants_latest,
+    )
+
+
+def plan_json(plan: QueryPlan) -> dict[str, Any]:
+    p = plan.parsed
+    return {
+        "original": p.original,
+        "normalized": p.text,
+        "intent": plan.intent,
+        "phrases": list(p.phrases),
+        "exclude": list(p.exclude),
+        "sources": list(p.sources),
+        "containers": list(p.containers),
+        "time": to_jsonable(p.time) if p.time else None,
+        "wants_latest": p.wants_latest,
+        "needs_current_version": plan.needs_current_version,
+        "version_scope": plan.version_scope,
+        "scope_terms": list(p.scope_terms),
+        "entities": [list(e) for e in p.entities],
+        "retrieval_queries": list(plan.retrieval_queries),
+        "rewrites": [to_jsonable(r) for r in plan.rewrites],
+        "enforced_as_filters": list(plan.enforced_as_filters),
+        "hops": [to_jsonable(h) for h in plan.hops],
+        "comparison": to_jsonable(plan.comparison) if plan.comparison else None,
+        "filters": to_jsonable(plan.filters),
+        "as_of": plan.as_of.isoformat(),
+    }
+
+
+__all__ = [
+    "MAX_HOPS",
+    "RequestFilters",
+    "Rewriter",
+    "alias_rewrite",
+    "checked_rewrite",
+    "decompose",
+    "default_rewriter",
+    "is_navigational",
+    "keyword_rewrite",
+    "load_aliases",
+    "plan_json",
+    "plan_question",
+]

@@ -1,0 +1,1 @@
+"""The tenant admin console and the platform-operator pages (server-rendered)."""

@@ -1,0 +1,39 @@
+"""Console-side domain functions that the answer engine's admin module does not provide (yet).
+
+``do_reorder_authority_tiers`` renumbers the tenant's tiers in the order given and re-tiers the
+indexed documents through ``answers.actions.do_assign_authority`` (the one place that updates
+documents, chunks and the index version), so ranking and "official only" agree at once.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Max
+
+from answers.actions import do_assign_authority, do_define_tier
+from answers.models import AuthorityAssignment, AuthorityTier
+
+
+def do_add_authority_tier(name: str) -> AuthorityTier:
+    """A new tier below the existing ones."""
+    top = AuthorityTier.objects.aggregate(m=Max("rank"))["m"]
+    if AuthorityTier.objects.filter(name=name.strip()).exists():
+        raise ValueError("A tier with that name exists.")
+    return do_define_tier(0 if top is None else top + 1, name)
+
+
+@transaction.atomic
+def do_reorder_authority_tiers(ordered_ids: list[int]) -> list[AuthorityTier]:
+    tiers = {t.pk: t for t in AuthorityTier.objects.select_for_update()}
+    if sorted(ordered_ids) != sorted(tiers):
+        raise ValueError("The new order must list every tier exactly once.")
+    # Two passes: ranks are unique per tenant, so park them out of the way first.
+    for i, pk in enumerate(ordered_ids):
+        AuthorityTier.objects.filter(pk=pk).update(rank=-(i + 1))
+    for i, pk in enumerate(ordered_ids):
+        AuthorityTier.objects.filter(pk=pk).update(rank=i)
+    # Whole-source assignments first, container overrides after (do_assign_authority skips overridden ones).
+    for a in AuthorityAssignment.objects.select_related("source", "tier").order_by("container"):
+        a.tier.refresh_from_db()
+        do_assign_authority(a.source, a.tier, a.container)
+    return list(AuthorityTier.objects.order_by("rank"))

@@ -1,0 +1,297 @@
+"""Admin API for connector instances (tenant admins only).
+
+Credentials are write-only: accepted on create/update, stored encrypted, never returned.
+The webhook endpoint returns what an admin must paste into the source's settings (URLs and
+the per-instance secret); it is the only place a secret is shown, and only to admins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db.models import Min
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from cairn.api import ApiError
+from cairn.http import OutboundHTTPError, RateLimited, redact
+from connectors.actions import (
+    do_create_connector_instance,
+    do_request_sync,
+    do_rotate_webhook_secret,
+    do_set_paused,
+    do_update_connector_instance,
+)
+from connectors.base import ConnectorError
+from connectors.confluence.webhooks import ROUTES as CONFLUENCE_ROUTES
+from connectors.crypto import CredentialsError, decrypt_text
+from connectors.models import ConnectorInstance, InboundEvent, SyncState
+from connectors.runtime import build_connector, known_kinds
+from retrieval.models import Document, Source
+from tenants.views_base import TenantAPIView
+
+REQUIRED_CONFIG = {"confluence": ("site_url",), "sharepoint": ("tenant_id", "client_id", "site_ids"), "slack": ()}
+CREDENTIAL_KEYS = {
+    "confluence": ("email", "api_token"),
+    "sharepoint": ("client_secret",),
+    "slack": ("token", "signing_secret", "previous_signing_secret"),
+}
+URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url")
+
+
+class ConnectorErrorSerializer(serializers.Serializer):
+    error = serializers.DictField()
+
+
+ERRORS = {
+    400: OpenApiResponse(ConnectorErrorSerializer, description="Invalid input (error.code says which)"),
+    403: OpenApiResponse(ConnectorErrorSerializer, description="Tenant admins only"),
+    404: OpenApiResponse(ConnectorErrorSerializer, description="No such connector in this tenant"),
+}
+
+
+class ConnectorWriteSerializer(serializers.Serializer):
+    kind = serializers.CharField(max_length=32, required=False)
+    name = serializers.CharField(max_length=200, required=False)
+    config = serializers.DictField(required=False)
+    credentials = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False,
+                                        write_only=True)  # fmt: skip
+
+
+class SyncStateSerializer(serializers.Serializer):
+    mode = serializers.CharField()
+    status = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    retry_at = serializers.DateTimeField(allow_null=True)
+    ops_applied = serializers.IntegerField()
+    docs_upserted = serializers.IntegerField()
+    docs_deleted = serializers.IntegerField()
+    acl_updates = serializers.IntegerField()
+    last_error = serializers.CharField()
+    last_error_item = serializers.CharField()
+    lag_seconds = serializers.FloatField(allow_null=True)
+
+
+class ConnectorSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    config = serializers.DictField()
+    paused = serializers.BooleanField()
+    has_credentials = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class StatusSerializer(ConnectorSerializer):
+    documents = serializers.IntegerField()
+    syncs = SyncStateSerializer(many=True)
+    pending_events = serializers.IntegerField()
+    oldest_pending_event_age_seconds = serializers.FloatField(allow_null=True)
+
+
+class WebhookInfoSerializer(serializers.Serializer):
+    urls = serializers.DictField()
+    secret = serializers.CharField()
+    how = serializers.CharField()
+
+
+class SyncRequestSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=SyncState.Mode.values, default="incremental")
+
+
+def _validate_config(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    missing = [k for k in REQUIRED_CONFIG[kind] if not config.get(k)]
+    if missing:
+        raise ApiError("invalid_config", f"missing config keys: {', '.join(missing)}")
+    for key in URL_KEYS:
+        if key in config:
+            parts = urlsplit(str(config[key]))
+            if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
+                raise ApiError("invalid_config", f"{key} must be an https URL without credentials")
+    for key in ("allow_private_network", "tls_ca_file"):
+        if key in config:
+            raise ApiError("invalid_config", f"{key} is an operator setting, not a connector config key")
+    return config
+
+
+def _validate_credentials(kind: str, credentials: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(credentials) - set(CREDENTIAL_KEYS[kind]))
+    if unknown:
+        raise ApiError("invalid_credentials", f"unknown credential keys: {', '.join(unknown)}")
+    return credentials
+
+
+def _get(pk: int) -> ConnectorInstance:
+    instance = ConnectorInstance.objects.select_related("source").filter(pk=pk).first()
+    if instance is None:
+        raise ApiError("not_found", "No such connector.", 404)
+    return instance
+
+
+def _summary(instance: ConnectorInstance) -> dict[str, Any]:
+    return {
+        "id": instance.pk, "kind": instance.kind, "name": instance.source.name, "config": instance.config,
+        "paused": instance.paused, "has_credentials": bool(instance.credentials_encrypted),
+        "created_at": instance.created_at,
+    }  # fmt: skip
+
+
+def _lag(state: SyncState) -> float | None:
+    if state.last_success_at is None:
+        return None
+    return (timezone.now() - state.last_success_at).total_seconds()
+
+
+def connector_status(instance: ConnectorInstance) -> dict[str, Any]:
+    states = {s.mode: s for s in SyncState.objects.filter(instance=instance)}
+    pending = InboundEvent.objects.filter(instance=instance, status=InboundEvent.Status.PENDING)
+    oldest = pending.aggregate(m=Min("received_at"))["m"]
+    syncs = []
+    for mode in SyncState.Mode.values:
+        s = states.get(mode) or SyncState(instance=instance, mode=mode)
+        syncs.append({
+            "mode": mode, "status": s.status, "started_at": s.started_at, "finished_at": s.finished_at,
+            "last_success_at": s.last_success_at, "retry_at": s.retry_at, "ops_applied": s.ops_applied,
+            "docs_upserted": s.docs_upserted, "docs_deleted": s.docs_deleted, "acl_updates": s.acl_updates,
+            "last_error": s.last_error, "last_error_item": s.last_error_item, "lag_seconds": _lag(s),
+        })  # fmt: skip
+    return {
+        **_summary(instance),
+        "documents": Document.objects.filter(source_id=instance.source_id, deleted=False).count(),
+        "syncs": syncs,
+        "pending_events": pending.count(),
+        "oldest_pending_event_age_seconds": (timezone.now() - oldest).total_seconds() if oldest else None,
+    }
+
+
+class ConnectorListView(TenantAPIView):
+    admin_only = True
+
+    @extend_schema(responses={200: ConnectorSerializer(many=True), **ERRORS})
+    def get(self, request: Request) -> Response:
+        instances = ConnectorInstance.objects.select_related("source").order_by("pk")
+        return Response([_summary(i) for i in instances])
+
+    @extend_schema(request=ConnectorWriteSerializer, responses={201: ConnectorSerializer, **ERRORS})
+    def post(self, request: Request) -> Response:
+        ser = ConnectorWriteSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        kind, name = data.get("kind", ""), (data.get("name") or "").strip()
+        if kind not in known_kinds():
+            raise ApiError("unknown_kind", f"kind must be one of {', '.join(known_kinds())}")
+        if not name:
+            raise ApiError("invalid_request", "name is required")
+        if Source.objects.filter(name=name).exists():
+            raise ApiError("name_taken", "A source with this name exists.", 409)
+        config = _validate_config(kind, dict(data.get("config") or {}))
+        credentials = _validate_credentials(kind, dict(data.get("credentials") or {}))
+        try:
+            instance = do_create_connector_instance(kind, name, config=config, credentials=credentials)
+        except CredentialsError as exc:
+            raise ApiError("credentials_unavailable", str(exc), 503) from None
+        return Response(_summary(instance), status=201)
+
+
+class ConnectorDetailView(TenantAPIView):
+    admin_only = True
+
+    @extend_schema(responses={200: ConnectorSerializer, **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(_summary(_get(pk)))
+
+    @extend_schema(request=ConnectorWriteSerializer, responses={200: ConnectorSerializer, **ERRORS})
+    def patch(self, request: Request, pk: int) -> Response:
+        instance = _get(pk)
+        ser = ConnectorWriteSerializer(data=request.data)
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        if "kind" in data and data["kind"] != instance.kind:
+            raise ApiError("invalid_request", "kind cannot be changed")
+        config = _validate_config(instance.kind, dict(data["config"])) if "config" in data else None
+        credentials = _validate_credentials(instance.kind, dict(data.get("credentials") or {}))
+        instance = do_update_connector_instance(instance, name=data.get("name"), config=config,
+                                                credentials=credentials)  # fmt: skip
+        instance.refresh_from_db()
+        return Response(_summary(instance))
+
+
+class ConnectorStatusView(TenantAPIView):
+    admin_only = True
+
+    @extend_schema(responses={200: StatusSerializer, **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(connector_status(_get(pk)))
+
+
+class ConnectorTestView(TenantAPIView):
+    admin_only = True
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="{ok, message}"), **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        instance = _get(pk)
+        try:
+            build_connector(instance).test_connection()
+        except (ConnectorError, RateLimited, OutboundHTTPError, CredentialsError, KeyError, ValueError) as exc:
+            return Response({"ok": False, "message": redact(str(exc) or type(exc).__name__)[:500]})
+        return Response({"ok": True, "message": "connected"})
+
+
+class ConnectorSyncView(TenantAPIView):
+    admin_only = True
+
+    @extend_schema(request=SyncRequestSerializer, responses={202: SyncStateSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        instance = _get(pk)
+        ser = SyncRequestSerializer(data=request.data if isinstance(request.data, dict) else {})
+        ser.is_valid(raise_exception=True)
+        state = do_request_sync(instance, ser.validated_data["mode"])
+        return Response({"mode": state.mode, "status": state.status, "run_id": state.run_id}, status=202)
+
+
+class ConnectorPauseView(TenantAPIView):
+    admin_only = True
+    paused = True
+
+    @extend_schema(request=None, responses={200: ConnectorSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        return Response(_summary(do_set_paused(_get(pk), self.paused)))
+
+
+class ConnectorResumeView(ConnectorPauseView):
+    paused = False
+
+
+class ConnectorWebhookView(TenantAPIView):
+    admin_only = True
+
+    def _info(self, request: Request, instance: ConnectorInstance) -> dict[str, Any]:
+        base = request.build_absolute_uri(f"/hooks/{instance.kind}/{instance.hook_uuid}/")
+        secret = decrypt_text(instance.webhook_secret_encrypted)
+        if instance.kind == "confluence":
+            urls = {name: f"{base}{name}?secret={secret}" for name in CONFLUENCE_ROUTES}
+            how = "Register one Confluence webhook per event, each on its own URL (the body names no event)."
+        elif instance.kind == "sharepoint":
+            urls = {"notificationUrl": f"{base}notifications", "lifecycleNotificationUrl": f"{base}notifications"}
+            how = "Create Graph subscriptions on /drives/{id}/root with clientState = secret."
+        else:
+            urls = {"request_url": f"{base}events"}
+            how = "Slack app > Event Subscriptions > Request URL; the signing secret goes in the credentials."
+        return {"urls": urls, "secret": secret, "how": how}
+
+    @extend_schema(responses={200: WebhookInfoSerializer, **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(self._info(request, _get(pk)))
+
+    @extend_schema(request=None, responses={200: WebhookInfoSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        """Rotate the secret (the old URLs stop working)."""
+        instance = _get(pk)
+        do_rotate_webhook_secret(instance)
+        return Response(self._info(request, instance))

@@ -1,0 +1,49 @@
+"""Confluence Cloud webhooks: ``POST /hooks/confluence/<hook uuid>/<event name>?secret=...``.
+
+Confluence names no event in the body, so the route is the last URL segment.  The request is
+authenticated by the per-instance shared secret, stored (deduplicated by event id) and
+acknowledged; fetching the page and applying the ops happen in Celery.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from connectors.actions import do_store_inbound_event
+from connectors.confluence.webhooks import WebhookRejected, parse_event, verify_secret
+from connectors.crypto import decrypt_text
+from connectors.hooks import accepted, body_too_large, error, load_instance, route
+from tenants.context import tenant_context
+
+
+@csrf_exempt
+@require_POST
+def webhook(request: HttpRequest, hook_uuid: str, event_name: str) -> HttpResponse:
+    from connectors.tasks import enqueue_inbound_event
+
+    if body_too_large(request):
+        return error("body_too_large", "The webhook body is too large.", 413)
+    found = route("confluence", hook_uuid)
+    if found is None:
+        return error("unknown_connector", "No such connector.", 404)
+    tenant_id, instance_pk = found
+    with tenant_context(tenant_id):
+        instance = load_instance(instance_pk)
+        secret = decrypt_text(instance.webhook_secret_encrypted)
+        if not verify_secret(secret, headers=dict(request.headers), query=request.GET):
+            return error("invalid_secret", "The webhook secret is missing or wrong.", 401)
+        try:
+            event = parse_event(event_name, request.body)
+        except WebhookRejected as exc:
+            return error("invalid_event", str(exc), 400)
+        stored = do_store_inbound_event(instance, event.event_id, event.event, json.loads(request.body))
+        if stored is None:
+            return accepted("duplicate")
+        pk = stored.pk
+        transaction.on_commit(lambda: enqueue_inbound_event(tenant_id, pk))
+    return accepted()

@@ -1,0 +1,321 @@
+"""Bundled sample exports as source wire formats, built from ``../shared/data`` (deterministic ids).
+
+* Confluence Cloud (REST v2 + v1): spaces ``ONBOARD`` (getting-started, travel-and-leave: small, synced
+  first), ``HANDBOOK`` (the rest of the 18F handbook) and ``GLOBEX`` (the second tenant's site, anonymous
+  read).  Space read grant: group *all-staff*.  A restricted section hangs under a section page carrying the
+  restriction (``supervisor-resources`` → supervisors, ``office-of-operations`` → operations); in
+  ``performance-management`` the section page is restricted to supervisors and each page to hr, so the
+  inherited restrictions intersect (supervisors AND hr).
+* Microsoft Graph v1.0: one site, one drive with three SEC 10-Q PDFs shared with the AAD group *finance*.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
+LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+ACME_USERS = {  # user -> Confluence groups (as in the previous demo)
+    "alice": ["all-staff", "supervisors", "operations", "hr"],
+    "bob": ["all-staff", "operations", "hr"],
+    "carol": ["all-staff"],
+}
+ACME_FINANCE = ["alice", "carol"]  # AAD group "finance"
+FIRST_SECTIONS = ("getting-started", "travel-and-leave")
+RESTRICTED = {  # section -> (section page restriction group, per-page restriction group or None)
+    "supervisor-resources": ("supervisors", None),
+    "office-of-operations": ("operations", None),
+    "performance-management": ("supervisors", "hr"),
+}
+SEC_FILES = ("2023 Q3 AAPL.pdf", "2023 Q2 AAPL.pdf", "2023 Q3 NVDA.pdf")
+GLOBEX_PAGES = 15
+
+CONFLUENCE_EMAIL = "demo-sync@acme.example"
+CONFLUENCE_TOKEN = "demo-confluence-token"  # a throwaway credential of the local demo server only
+GRAPH_TENANT = "ac3e0000-0000-4000-8000-00000000de30"
+GRAPH_CLIENT_ID = "demo-graph-client"
+GRAPH_CLIENT_SECRET = "demo-graph-secret"  # a throwaway credential of the local demo server only
+SITE_ID = "acme.sharepoint.example,de300000-0000-4000-8000-000000000001,de300000-0000-4000-8000-000000000002"
+DRIVE_ID = "b!finance-documents"
+SPACES = {"ONBOARD": "1001", "HANDBOOK": "1002", "GLOBEX": "1003"}
+
+
+def account_id(user: str) -> str:
+    return f"557058:demo-{user}"
+
+
+def group_id(name: str) -> str:
+    return f"grp-{name}"
+
+
+def markdown_to_storage(text: str) -> str:
+    """A small Markdown → Confluence storage-format (XHTML) conversion: headings, lists, paragraphs."""
+    out: list[str] = []
+    para: list[str] = []
+    in_list = False
+
+    def flush() -> None:
+        nonlocal in_list
+        if para:
+            out.append("<p>" + " ".join(para) + "</p>")
+            para.clear()
+        if in_list:
+            out.append("</ul>")
+            in_list = False
+
+    for raw in FRONT_MATTER.sub("", text).splitlines():
+        line = LINK.sub(r"\1", raw.strip())
+        if not line or line.startswith(("{%", "<!--")):
+            flush()
+            continue
+        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
+        item = re.match(r"^(?:[-*+]|\d+\.)\s+(.*)$", line)
+        if heading:
+            flush()
+            level = len(heading.group(1))
+            out.append(f"<h{level}>{html.escape(heading.group(2).strip('# '))}</h{level}>")
+        elif item:
+            if para:
+                out.append("<p>" + " ".join(para) + "</p>")
+                para.clear()
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            out.append(f"<li>{html.escape(item.group(1))}</li>")
+        else:
+            if in_list:
+                out.append("</ul>")
+                in_list = False
+            para.append(html.escape(line))
+    flush()
+    return "".join(out)
+
+
+@dataclass
+class Page:
+    id: str
+    title: str
+    space: str
+    body: str
+    when: str
+    parent: str | None = None
+    restrict_group: str | None = None
+
+
+@dataclass
+class Exports:
+    base_url: str
+    pages: dict[str, Page] = field(default_factory=dict)
+    space_pages: dict[str, list[str]] = field(default_factory=dict)  # space key -> page ids, listing order
+    pdfs: dict[str, Path] = field(default_factory=dict)  # drive item id -> file
+
+    @property
+    def wiki_base(self) -> str:
+        return self.base_url + "/wiki"
+
+
+def _iso(value: str) -> str:
+    # "2024-05-01T12:00:00+00:00" -> Confluence's "2024-05-01T12:00:00.000Z"
+    return value.replace("+00:00", "")[:19] + ".000Z"
+
+
+def build_exports(data_dir: Path, base_url: str, *, limit_per_section: int | None = None) -> Exports:
+    """``limit_per_section`` keeps only the first n pages of each section (tests)."""
+    lines = (data_dir / "18f_handbook" / "pages_current.jsonl").read_text().splitlines()
+    handbook = [json.loads(line) for line in lines if line.strip()]
+    ex = Exports(base_url.rstrip("/"))
+    ex.space_pages = {key: [] for key in SPACES}
+    by_section: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for n, page in enumerate(handbook):
+        by_section.setdefault(page["section"], []).append((n, page))
+    if limit_per_section is not None:
+        by_section = {s: rows[:limit_per_section] for s, rows in by_section.items()}
+    # ONBOARD: the small first sections, shortest pages first, so the first answers come quickly.
+    first = sorted((r for s in FIRST_SECTIONS for r in by_section.get(s, [])), key=lambda r: len(r[1]["text"]))
+    rest = [r for s, rows in by_section.items() if s not in FIRST_SECTIONS for r in rows]
+    for space, rows in (("ONBOARD", first), ("HANDBOOK", rest)):
+        for n, page in rows:
+            parent = None
+            section = page["section"]
+            if section in RESTRICTED:
+                parent = f"{10000 + sorted(RESTRICTED).index(section)}"
+                if parent not in ex.pages:
+                    ex.pages[parent] = Page(parent, f"Section: {section.replace('-', ' ')}", space,
+                                            f"<p>Pages of the {html.escape(section)} section.</p>",
+                                            _iso(page["last_modified"]), None, RESTRICTED[section][0])  # fmt: skip
+                    ex.space_pages[space].append(parent)
+            pid = str(20000 + n)
+            ex.pages[pid] = Page(pid, page["title"], space, markdown_to_storage(page["text"]),
+                                 _iso(page["last_modified"]), parent,
+                                 RESTRICTED[section][1] if section in RESTRICTED else None)  # fmt: skip
+            ex.space_pages[space].append(pid)
+    tools = [r for r in by_section.get("tools", [])][:GLOBEX_PAGES]
+    for n, page in tools:
+        pid = str(30000 + n)
+        ex.pages[pid] = Page(pid, page["title"], "GLOBEX", markdown_to_storage(page["text"]),
+                             _iso(page["last_modified"]))  # fmt: skip
+        ex.space_pages["GLOBEX"].append(pid)
+    for i, name in enumerate(SEC_FILES):
+        path = data_dir / "sec10q" / "docs" / name
+        if path.exists():
+            ex.pdfs[f"item-10q-{i + 1}"] = path
+    return ex
+
+
+# ------------------------------------------------------------------ Confluence wire format
+
+
+def _user(ex: Exports, user: str) -> dict[str, Any]:
+    return {"type": "known", "accountId": account_id(user), "accountType": "atlassian",
+            "email": f"{user}@acme.example", "publicName": user.title(), "displayName": user.title(),
+            "isExternalCollaborator": False}  # fmt: skip
+
+
+def _group(ex: Exports, name: str) -> dict[str, Any]:
+    return {"type": "group", "name": name, "id": group_id(name),
+            "_links": {"self": f"{ex.wiki_base}/rest/api/group/by-id?id={group_id(name)}"}}  # fmt: skip
+
+
+def _page_bulk(ex: Exports, page: Page) -> dict[str, Any]:
+    return {
+        "id": page.id, "status": "current", "title": page.title, "spaceId": SPACES[page.space],
+        "parentId": page.parent, "parentType": "page" if page.parent else None, "position": int(page.id),
+        "authorId": account_id("alice"), "ownerId": account_id("alice"), "createdAt": page.when,
+        "version": {"createdAt": page.when, "message": "", "number": 1, "minorEdit": False,
+                    "authorId": account_id("alice")},
+        "_links": {"webui": f"/spaces/{page.space}/pages/{page.id}", "tinyui": f"/x/{page.id}"},
+    }  # fmt: skip
+
+
+def confluence_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int, Any]:
+    """The JSON body of one Confluence GET (paths under /wiki), before pagination."""
+    base = {"_links": {"base": ex.wiki_base, "context": "/wiki"}}
+    v2, v1 = "/wiki/api/v2/", "/wiki/rest/api/"
+    if path == v2 + "spaces":
+        rows = [{"id": sid, "key": key, "name": key.title(), "type": "global", "status": "current",
+                 "homepageId": (ex.space_pages[key] or [None])[0], "_links": {"webui": f"/spaces/{key}"}}
+                for key, sid in SPACES.items()]  # fmt: skip
+        if query.get("keys"):
+            rows = [row for row in rows if row["key"] in query["keys"].split(",")]
+        return 200, {"results": rows, **base}
+    m = re.fullmatch(r"/wiki/api/v2/spaces/(\d+)(/pages|/blogposts|/permissions)?", path)
+    if m:
+        key = next((k for k, v in SPACES.items() if v == m.group(1)), None)
+        if key is None:
+            return 404, {"message": "No space"}
+        if m.group(2) == "/pages":
+            return 200, {"results": [_page_bulk(ex, ex.pages[p]) for p in ex.space_pages[key]], **base}
+        if m.group(2) == "/blogposts":
+            return 200, {"results": [], **base}
+        if m.group(2) == "/permissions":
+            principal = {"type": "anonymous"} if key == "GLOBEX" else {"type": "group", "id": group_id("all-staff")}
+            rows = [{"id": "1", "principal": principal, "operation": {"key": "read", "targetType": "space"}}]
+            return 200, {"results": rows, **base}
+        return 200, {"id": m.group(1), "key": key, "name": key.title(), "type": "global", "status": "current"}
+    m = re.fullmatch(r"/wiki/api/v2/pages/(\d+)(/ancestors|/attachments|/descendants)?", path)
+    if m:
+        page = ex.pages.get(m.group(1))
+        if page is None:
+            return 404, {"message": "Not found"}
+        if m.group(2) == "/ancestors":
+            return 200, {"results": [{"id": page.parent, "type": "page"}] if page.parent else [], **base}
+        if m.group(2):
+            return 200, {"results": [], **base}
+        body = _page_bulk(ex, page)
+        if query.get("body-format") == "storage":
+            body["body"] = {"storage": {"representation": "storage", "value": page.body}}
+        body["_links"]["base"] = ex.wiki_base
+        return 200, body
+    m = re.fullmatch(r"/wiki/rest/api/content/(\d+)/restriction/byOperation/read", path)
+    if m:
+        page = ex.pages.get(m.group(1))
+        if page is None:
+            return 404, {"message": "Not found"}
+        groups = [_group(ex, page.restrict_group)] if page.restrict_group else []
+        return 200, {"operation": "read", "restrictions": {
+            "user": {"results": [], "start": 0, "limit": 200, "size": 0},
+            "group": {"results": groups, "start": 0, "limit": 200, "size": len(groups)}}, **base}  # fmt: skip
+    if path == v1 + "group":
+        names = sorted({g for gs in ACME_USERS.values() for g in gs})
+        return 200, {"results": [_group(ex, n) for n in names], **base}
+    m = re.fullmatch(r"/wiki/rest/api/group/grp-([\w-]+)/membersByGroupId", path)
+    if m:
+        return 200, {"results": [_user(ex, u) for u, gs in ACME_USERS.items() if m.group(1) in gs], **base}
+    if path == v1 + "user":
+        user = next((u for u in ACME_USERS if account_id(u) == query.get("accountId")), None)
+        return (200, _user(ex, user)) if user else (404, {"message": "No user"})
+    if path == v1 + "content/search":
+        keys = set(re.findall(r"space\s*(?:=|in)\s*\(?\"?(\w+)", query.get("cql", ""))) or set(SPACES)
+        hits = [{"id": p.id, "type": "page", "status": "current", "title": p.title,
+                 "version": {"when": p.when, "number": 1}, "space": {"key": p.space}}
+                for p in ex.pages.values() if p.space in keys]  # fmt: skip
+        since = re.search(r'lastmodified >= "(\d{4}-\d{2}-\d{2} \d{2}:\d{2})"', query.get("cql", ""))
+        if since:
+            stamp = since.group(1).replace(" ", "T")
+            hits = [h for h in hits if h["version"]["when"][:16] >= stamp]
+        return 200, {"results": hits, **base}
+    return 404, {"message": "Not found"}
+
+
+# ------------------------------------------------------------------ Microsoft Graph wire format
+
+GRAPH_USERS = [
+    {"id": f"oid-{u}", "displayName": u.title(), "mail": f"{u}@acme.example", "userPrincipalName": f"{u}@acme.example",
+     "userType": "Member", "accountEnabled": True}
+    for u in ACME_USERS
+]  # fmt: skip
+
+
+def graph_items(ex: Exports) -> list[dict[str, Any]]:
+    web = "https://acme.sharepoint.example/sites/finance"
+    rows: list[dict[str, Any]] = [{"id": "root", "name": "root", "root": {}, "folder": {"childCount": len(ex.pdfs)},
+                                   "webUrl": f"{web}/Shared%20Documents"}]  # fmt: skip
+    for item_id, path in ex.pdfs.items():
+        rows.append({
+            "id": item_id, "name": path.name, "file": {"mimeType": "application/pdf"}, "size": path.stat().st_size,
+            "webUrl": f"{web}/Shared%20Documents/{path.name.replace(' ', '%20')}",
+            "createdDateTime": "2023-11-01T00:00:00Z", "lastModifiedDateTime": "2023-11-01T00:00:00Z",
+            "eTag": f'"{{{item_id}}},1"', "parentReference": {"driveId": DRIVE_ID, "id": "root"},
+            "createdBy": {"user": {"displayName": "Alice", "email": "alice@acme.example"}},
+        })  # fmt: skip
+    return rows
+
+
+def graph_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+    rel = path.removeprefix("/v1.0/")
+    web = "https://acme.sharepoint.example/sites/finance"
+    if re.fullmatch(r"sites/[^/]+", rel):
+        return 200, {}, {"id": SITE_ID, "name": "finance", "displayName": "Finance", "webUrl": web}
+    if re.fullmatch(r"sites/[^/]+/drives", rel):
+        return 200, {}, {"value": [{"id": DRIVE_ID, "name": "Documents", "driveType": "documentLibrary",
+                                    "webUrl": f"{web}/Shared%20Documents",
+                                    "sharePointIds": {"listId": "list-documents"}}]}  # fmt: skip
+    if re.fullmatch(r"sites/[^/]+/lists", rel):
+        return 200, {}, {"value": [{"id": "list-documents", "name": "Shared Documents", "displayName": "Documents",
+                                    "list": {"template": "documentLibrary", "hidden": False}}]}  # fmt: skip
+    if re.fullmatch(r"sites/[^/]+/(lists/[^/]+/items|pages/microsoft\.graph\.sitePage)", rel):
+        return 200, {}, {"value": []}
+    if rel == f"drives/{DRIVE_ID}/root/delta":
+        # The sample export never changes: a delta from a token reports nothing new.
+        items = [] if "token" in query else graph_items(ex)
+        return 200, {}, {"value": items, "@odata.deltaLink": f"{ex.base_url}/v1.0/{rel}?token=1"}
+    m = re.fullmatch(rf"drives/{re.escape(DRIVE_ID)}/items/([^/]+)/(content|permissions)", rel)
+    if m and m.group(1) in ex.pdfs:
+        if m.group(2) == "content":
+            return 302, {"Location": f"{ex.base_url}/_layouts/download/{m.group(1)}?tempauth=demo"}, None
+        grant = {"id": "perm-finance", "roles": ["read"],
+                 "grantedToV2": {"group": {"id": "g-finance", "displayName": "finance"}}}  # fmt: skip
+        return 200, {}, {"value": [grant]}
+    if rel == "users":
+        return 200, {}, {"value": GRAPH_USERS}
+    m = re.fullmatch(r"groups/([^/]+)/transitiveMembers/microsoft\.graph\.user", rel)
+    if m:
+        members = [u for u in GRAPH_USERS if m.group(1) == "g-finance" and u["id"][4:] in ACME_FINANCE]
+        return 200, {}, {"value": members}
+    return 404, {}, {"error": {"code": "itemNotFound", "message": rel}}

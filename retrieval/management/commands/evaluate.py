@@ -1,0 +1,46 @@
+"""``manage.py evaluate --suite … [--limit N] [--out reports]``: run one evaluation suite.
+
+Writes ``<out>/<suite>/<UTC stamp>/<suite>.{json,md}`` + PNG plots and copies them to
+``<out>/latest/``.  See retrieval/evaluation/ and the README's "Evaluation" section.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+SUITES = ("retrieval", "reranker", "verifier", "conflicts", "answers", "leaks", "operations")
+
+
+class Command(BaseCommand):
+    help = "Run an evaluation suite against public data sets and write JSON + PNG + Markdown reports."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--suite", required=True, choices=SUITES)
+        parser.add_argument("--limit", type=int, default=None, help="only the first N queries / items (smoke runs)")
+        parser.add_argument("--out", default=None, help="report directory (default: reports/ in the project)")
+        parser.add_argument("--depth", type=int, default=None, help="reranking depth (default: the suite's)")
+        parser.add_argument("--fresh", action="store_true", help="ingest into a new evaluation tenant")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        suite = opts["suite"]
+        if opts["limit"] is not None and opts["limit"] < 1:
+            raise CommandError("--limit must be >= 1")
+        out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
+        module = importlib.import_module(f"retrieval.evaluation.suites.{suite}")
+        from retrieval.evaluation.report import write
+
+        result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
+                            fresh=opts["fresh"])  # fmt: skip
+        command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        files = write(result, command, out)
+        self.stdout.write(result.markdown)
+        for kind, path in files.items():
+            self.stdout.write(f"{kind}: {path}")

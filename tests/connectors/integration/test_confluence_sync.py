@@ -1,0 +1,149 @@
+"""Confluence: fake Cloud site -> ConfluenceConnector -> sync task -> real pipeline -> search API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rest_framework.test import APIClient
+
+from connectors.crypto import decrypt_text
+from connectors.models import InboundEvent
+from connectors.tasks import process_inbound_event
+from retrieval.tasks import process_pending_inline
+from tenants.context import tenant_context
+from tests.conftest import unique
+from tests.connectors.confluence.fake_confluence import FakeConfluence
+from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
+from tests.connectors.integration.helpers import (
+    documents,
+    expected_table,
+    make_instance,
+    map_identities,
+    sync,
+    table,
+    tiny_docx,
+    tiny_pdf,
+)
+
+A, B, C = "alice", "bob", "carol"
+READERS = {
+    "page:101": {A, B},
+    "attachment:att201": {A, B},
+    "page:102": {A},
+    "page:103": {A},
+    "page:104": {A},  # restricted only through its grandparent 102
+    "page:105": {A},  # own restriction {bob, alice} intersects 102's {leads, carol}
+    "page:106": {B},  # single-user page
+    "attachment:att202": {B},  # inherits its page
+    "page:107": {A, B},
+    "blogpost:301": {A, B},
+    "page:401": {A, C},
+    "page:501": {A, B, C},
+    "page:601": set(),  # nobody holds a read grant on LOCK
+}
+
+
+@pytest.fixture
+def site() -> Iterator[FakeConfluence]:
+    fake = FakeConfluence()
+    fake.blobs["/wiki/download/attachments/101/runbook.pdf"] = tiny_pdf("Runbook for the on-call rotation")
+    fake.blobs["/wiki/download/attachments/106/notes.docx"] = tiny_docx("Bob private notes on the quarterly review")
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(autouse=True)
+def _private_queue(settings) -> None:  # type: ignore[no-untyped-def]
+    # Runs execute in-process here; the queued task messages go to a queue no worker reads.
+    settings.CAIRN = {**settings.CAIRN, "CONNECTOR_QUEUE": unique("test-inline")}
+
+
+def _instance(cast, site):  # type: ignore[no-untyped-def]
+    instance = make_instance(
+        cast.tenant_a.pk, "confluence", unique("wiki"), {"site_url": site.url, "page_size": 2},
+        {"email": "svc@acme.example", "api_token": "tok-123"},
+    )  # fmt: skip
+    map_identities(cast.tenant_a.pk, {ALICE: cast.alice, BOB: cast.bob, CAROL: cast.carol})
+    return instance
+
+
+def _hook(instance, event: str, page_id: int, version: int, ts: int, secret: str | None = None):  # type: ignore[no-untyped-def]
+    body = (
+        '{"userAccountId": "557058:b0b00000-0000-4000-8000-000000000002", "accountType": "customer",'
+        f' "timestamp": {ts}, "page": {{"id": {page_id}, "spaceKey": "ENG", "version": {version}}}}}'
+    )
+    url = f"/hooks/confluence/{instance.hook_uuid}/{event}"
+    if secret is not None:
+        url += f"?secret={secret}"
+    return APIClient().post(url, data=body, content_type="application/json")
+
+
+def test_it_syncs_the_site_and_each_person_reads_exactly_what_confluence_allows(cast, site) -> None:
+    instance = _instance(cast, site)
+    state = sync(cast.tenant_a.pk, instance, "full")
+    assert state.status == "done", state.last_error
+    docs = documents(cast.tenant_a.pk, instance)
+    assert set(docs) == set(READERS)
+    assert table(cast, docs) == expected_table(READERS)
+    # mallory (another tenant) sees none of it
+    assert table(cast, docs, ("mallory",)) == {"mallory": set()}
+
+
+def test_it_removes_a_trashed_page_and_brings_it_back_when_restored_via_webhooks(cast, site) -> None:
+    instance = _instance(cast, site)
+    sync(cast.tenant_a.pk, instance, "full")
+    with tenant_context(cast.tenant_a.pk):
+        secret = decrypt_text(instance.webhook_secret_encrypted)
+
+    assert _hook(instance, "page_trashed", 106, 2, 1717243200000).status_code == 401  # no secret
+    assert _hook(instance, "page_trashed", 106, 2, 1717243200000, "wrong").status_code == 401
+    assert _hook(instance, "page_exploded", 106, 2, 1717243200000, secret).status_code == 400
+
+    site.trash_page("106")
+    resp = _hook(instance, "page_trashed", 106, 2, 1717243200000, secret)
+    assert resp.status_code == 200 and resp.json()["status"] == "accepted"
+    assert _hook(instance, "page_trashed", 106, 2, 1717243200000, secret).json()["status"] == "duplicate"
+    _drain(cast.tenant_a.pk)
+    docs = documents(cast.tenant_a.pk, instance)
+    assert "page:106" not in docs
+    assert "page:106" not in table(cast, docs, ("bob",))["bob"]
+
+    site.restore_page("106")
+    assert _hook(instance, "page_restored", 106, 2, 1717246800000, secret).status_code == 200
+    _drain(cast.tenant_a.pk)
+    docs = documents(cast.tenant_a.pk, instance)
+    assert "page:106" in docs
+    assert "page:106" in table(cast, docs, ("bob",))["bob"]
+    assert "page:106" not in table(cast, docs, ("alice",))["alice"]
+
+
+def test_an_incremental_sync_picks_up_an_edit_and_a_permission_sync_enforces_a_new_restriction(cast, site) -> None:
+    instance = _instance(cast, site)
+    sync(cast.tenant_a.pk, instance, "full")
+    site.edit_page("107", body="<p>Release trains now leave every Tuesday from platform nine</p>",
+                   when="2099-01-01T00:00:00.000Z")  # fmt: skip
+    state = sync(cast.tenant_a.pk, instance, "incremental")
+    assert state.status == "done", state.last_error
+    with tenant_context(cast.tenant_a.pk):
+        from retrieval.models import Document
+
+        assert "platform nine" in Document.objects.get(source_id=instance.source_id, external_id="page:107").text
+    # 107 becomes a single-user page for alice: bob loses it after the permission sync (ACL fast path)
+    site.set_read_restriction("107", [{"type": "known", "accountId": ALICE.split(":", 2)[2]}])
+    restriction = site.json["/wiki/rest/api/content/107/restriction/byOperation/read"]["restrictions"]
+    restriction["group"] = {"results": [], "start": 0, "limit": 200, "size": 0}
+    state = sync(cast.tenant_a.pk, instance, "permission")
+    assert state.status == "done", state.last_error
+    docs = documents(cast.tenant_a.pk, instance)
+    got = table(cast, docs, ("alice", "bob"))
+    assert "page:107" in got["alice"] and "page:107" not in got["bob"]
+
+
+def _drain(tenant_id: int) -> None:
+    with tenant_context(tenant_id):
+        pending = list(InboundEvent.objects.filter(status="pending").values_list("pk", flat=True))
+    for pk in pending:
+        process_inbound_event(tenant_id, pk)
+    process_pending_inline(tenant_id)
