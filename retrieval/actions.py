@@ -33,8 +33,20 @@ def do_create_source(kind: str, name: str, *, config: dict[str, Any] | None = No
     return source
 
 
+def _without_nul(value: Any) -> Any:
+    # Postgres text and jsonb cannot hold U+0000; a source that sends one must not make the
+    # whole event fail to store.
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 def document_payload(doc: SourceDocument) -> dict[str, Any]:
-    data = asdict(doc)
+    data = _without_nul(asdict(doc))
     data.pop("content")
     for key in ("created_at", "updated_at"):
         if isinstance(data[key], datetime):
@@ -94,7 +106,7 @@ def do_enqueue_document(source: Source, doc: SourceDocument, *, event_id: str | 
         hashlib.sha256(doc.content).hexdigest() + (timezone.now().isoformat() if restore else ""),
     )
     return _record_event(
-        source, event_id=eid, kind="upsert", external_id=doc.external_id, payload=document_payload(doc),
+        source, event_id=eid, kind="upsert", external_id=_without_nul(doc.external_id), payload=document_payload(doc),
         content=doc.content, source_version=doc.source_version, priority=priority,
     )  # fmt: skip
 

@@ -143,3 +143,17 @@ def test_a_revocation_is_not_undone_by_an_older_content_event_applied_after_it(c
         assert doc.acl_set.clauses == [["confluence:group:leads"]]  # the revocation held
         outcomes = list(IngestEvent.objects.order_by("pk").values_list("kind", "outcome"))
         assert outcomes[-2:] == [("upsert", "updated"), ("acl", "acl_only")]
+
+
+def test_a_nul_character_from_the_source_does_not_break_storing_the_event(cast) -> None:
+    from dataclasses import replace
+
+    src = source_for(cast.tenant_a)
+    doc = replace(make_doc("nul", "Plain words about the onboarding checklist.", [["public:tenant"]]),
+                  title="On\x00boarding", metadata={"note": "a\x00b"})  # fmt: skip
+    assert enqueue(cast.tenant_a, src, doc) is not None
+    ingest_inline(cast.tenant_a.pk)
+    with tenant_context(cast.tenant_a.pk):
+        stored = Document.objects.get(external_id="nul")
+        assert stored.title == "Onboarding"
+        assert stored.metadata == {"note": "ab"}

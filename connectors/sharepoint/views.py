@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_text
 from connectors.hooks import accepted, body_too_large, error, load_instance, route
-from connectors.models import InboundEvent
+from connectors.models import InboundEvent, SyncState
 from connectors.sharepoint.notifications import handle_notifications, validation_reply
 from tenants.context import tenant_context
 
@@ -74,9 +74,15 @@ def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
         if not batch.deltas and not batch.lifecycle:
             return error("invalid_client_state", "No notification could be authenticated.", 401)
         new = 0
+        # Graph drive notifications carry no id: two changes to one drive can arrive as identical
+        # bodies.  A repeat is only a duplicate until the next delta run starts, so the run marker
+        # is part of the key (otherwise the second change would wait for the scheduled sync).
+        last_run = (
+            SyncState.objects.filter(instance=instance, mode="incremental").values_list("started_at", flat=True).first()
+        )
         for item in [*batch.deltas, *batch.lifecycle]:
             kind = "graph" if item in batch.deltas else "graph_lifecycle"
-            raw = json.dumps([item.dedupe_key, payload["value"]], sort_keys=True, default=str)
+            raw = json.dumps([item.dedupe_key, payload["value"], str(last_run)], sort_keys=True, default=str)
             event = do_store_inbound_event(instance, hashlib.sha256(raw.encode()).hexdigest(), kind,
                                            {"dedupe_key": item.dedupe_key, "subscription": item.subscription_id})  # fmt: skip
             if event is not None:

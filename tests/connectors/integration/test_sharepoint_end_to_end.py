@@ -175,3 +175,18 @@ def test_graph_change_notifications_are_validated_authenticated_and_make_a_chang
     assert _doc("i-memo") in docs
     got = _files(table(cast, {_doc("i-memo"): docs[_doc("i-memo")]}, NAMES))
     assert got == {"alice": {_doc("i-memo")}, "bob": {_doc("i-memo")}, "carol": set(), "gail": set()}
+
+    # A second change to the same drive arrives as an identical body (Graph notifications carry
+    # no id).  It must still trigger a delta run once the previous one has run.
+    graph.add_file(DOCS, {"id": "i-memo2", "name": "memo2.txt", "file": {"mimeType": "text/plain"},
+                          "content": "the audit committee meets in March",
+                          "permissions": [{"id": "p10", "roles": ["read"],
+                                           "grantedToV2": {"group": {"id": "g-finance"}}}]})  # fmt: skip
+    resp = _notify(instance, {"value": [{**change, "clientState": secret}]})
+    assert resp.status_code == 202
+    with tenant_context(tenant):
+        again = SyncState.objects.get(instance=instance, mode="incremental")
+        assert again.status == "queued" and again.run_id != state.run_id
+    assert execute_sync(tenant, instance.pk, "incremental", again.run_id) == "done"
+    process_pending_inline(tenant)
+    assert _doc("i-memo2") in documents(tenant, instance)
