@@ -240,3 +240,12 @@ if env_bool("CAIRN_TRUST_X_FORWARDED_PROTO", False):
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CAIRN_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("CAIRN_HSTS_PRELOAD", False)
+
+# Microsoft Graph subscriptions (connectors/sharepoint/subscriptions.py): the public https base URL
+# Graph posts change notifications to; empty = the runtime creates no subscriptions.  Beat checks
+# every SharePoint instance and renews subscriptions well before they expire.
+CAIRN["PUBLIC_BASE_URL"] = env_str("CAIRN_PUBLIC_BASE_URL", "")
+CELERY_BEAT_SCHEDULE["connectors-graph-subscriptions"] = {
+    "task": "connectors.tasks.schedule_graph_subscriptions",
+    "schedule": 3600.0,
+}

@@ -74,7 +74,11 @@ def do_update_connector_instance(
     if name is not None and name != instance.source.name:
         Source.objects.filter(pk=instance.source_id).update(name=name)
     if config is not None:
-        instance.config = dict(config)
+        # Keys the runtime maintains (Graph subscription bookkeeping) survive an admin's edit;
+        # dropping them would orphan live subscriptions.
+        runtime_keys = ("subscriptions", "subscription_expirations", "subscription_secret", "subscription_pending")
+        kept = {k: instance.config[k] for k in runtime_keys if k in (instance.config or {})}
+        instance.config = {**dict(config), **kept}
     if credentials:
         merged = decrypt_json(instance.credentials_encrypted)
         merged.update({k: v for k, v in credentials.items() if v is not None})

@@ -301,3 +301,65 @@ def resume_stalled_syncs(stale_after_seconds: int = 300) -> int:
         for pk in pending:
             enqueue_inbound_event(tenant_id, pk)
     return queued
+
+
+# ------------------------------------------------------------------ Graph subscriptions (SharePoint)
+
+SUBSCRIPTION_LOCK_NAMESPACE = 0x6773  # "gs": one maintenance run per instance (no double POSTs)
+
+
+def enqueue_graph_subscriptions(tenant_id: int, instance_pk: int) -> None:
+    try:
+        maintain_graph_subscriptions.apply_async((tenant_id, instance_pk), queue=sync_queue())
+    except Exception:  # broker down: the pending work is in the row; beat queues it again
+        log.warning("could not queue subscription maintenance of connector %s", instance_pk, exc_info=True)
+
+
+@shared_task(acks_late=True, name="connectors.tasks.maintain_graph_subscriptions")
+def maintain_graph_subscriptions(tenant_id: int, instance_pk: int) -> str:
+    """Ensure one live Graph subscription per drive of a SharePoint instance (see
+    ``connectors.sharepoint.subscriptions``).  Graph is called outside any transaction."""
+    from connectors.sharepoint.subscriptions import maintain_subscriptions, save_subscription_state
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [SUBSCRIPTION_LOCK_NAMESPACE, instance_pk])
+        if not cur.fetchone()[0]:
+            return "locked"  # the run holding it reads the same pending work
+    try:
+        with tenant_context(tenant_id):
+            instance = ConnectorInstance.objects.filter(pk=instance_pk, kind="sharepoint").first()
+            if instance is None or instance.paused:
+                return "skipped"
+            try:
+                connector = build_connector(instance)
+            except (CredentialsError, LookupError, KeyError, ValueError, OutboundHTTPError) as exc:
+                log.warning("connector %s: cannot build it for subscriptions: %s", instance_pk, _error_text(exc))
+                return "failed"
+        outcome = maintain_subscriptions(instance, connector)
+        if outcome.skipped:
+            return outcome.skipped
+        with tenant_context(tenant_id):
+            save_subscription_state(instance_pk, outcome)
+        if outcome.errors:
+            log.warning("connector %s subscriptions: %s", instance_pk, "; ".join(outcome.errors)[:2000])
+        return f"created={len(outcome.created)} renewed={len(outcome.renewed)} errors={len(outcome.errors)}"
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [SUBSCRIPTION_LOCK_NAMESPACE, instance_pk])
+
+
+@shared_task(acks_late=True, name="connectors.tasks.schedule_graph_subscriptions")
+def schedule_graph_subscriptions() -> int:
+    """Beat: queue maintenance for every unpaused SharePoint instance (one drive listing per site;
+    renewals only inside the renewal window or when a lifecycle event asked for one)."""
+    from connectors.sharepoint.subscriptions import notification_url
+
+    queued = 0
+    for tenant_id in Tenant.objects.values_list("id", flat=True):
+        with tenant_context(tenant_id):
+            pks = [i.pk for i in ConnectorInstance.objects.filter(kind="sharepoint", paused=False)
+                   if notification_url(i)]  # fmt: skip
+        for pk in pks:
+            enqueue_graph_subscriptions(tenant_id, pk)
+            queued += 1
+    return queued

@@ -22,7 +22,8 @@ from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_text
 from connectors.hooks import accepted, body_too_large, error, load_instance, route
 from connectors.models import InboundEvent, SyncState
-from connectors.sharepoint.notifications import handle_notifications, validation_reply
+from connectors.sharepoint.notifications import LifecycleAction, handle_notifications, validation_reply
+from connectors.sharepoint.subscriptions import do_request_subscription_work
 from tenants.context import tenant_context
 
 
@@ -74,6 +75,8 @@ def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
         if not batch.deltas and not batch.lifecycle:
             return error("invalid_client_state", "No notification could be authenticated.", 401)
         new = 0
+        renew: list[str] = []  # lifecycle: reauthorizationRequired -> PATCH (renews and reauthorizes)
+        recreate: list[str] = []  # lifecycle: subscriptionRemoved -> POST a new one for that drive
         # Graph drive notifications carry no id: two changes to one drive can arrive as identical
         # bodies.  A repeat is only a duplicate until the next delta run starts, so the run marker
         # is part of the key (otherwise the second change would wait for the scheduled sync).
@@ -87,10 +90,14 @@ def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
                                            {"dedupe_key": item.dedupe_key, "subscription": item.subscription_id})  # fmt: skip
             if event is not None:
                 new += 1
+                if isinstance(item, LifecycleAction):
+                    renew += [item.subscription_id] if item.renew_subscription else []
+                    recreate += [item.subscription_id] if item.recreate_subscription else []
                 InboundEvent.objects.filter(pk=event.pk).update(status=InboundEvent.Status.DONE,
                                                                 processed_at=timezone.now())  # fmt: skip
         if new:
-            do_request_sync(instance, "incremental")
+            do_request_sync(instance, "incremental")  # also the answer to "missed"
+        do_request_subscription_work(instance, renew=renew, recreate=recreate)
     return HttpResponse(status=202)
 
 

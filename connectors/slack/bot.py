@@ -343,6 +343,7 @@ def answer_task(self: Any, tenant_id: int, instance_pk: int, job: dict[str, Any]
 def run_job(tenant_id: int, instance_pk: int, job: dict[str, Any]) -> str:
     """Answer one question for one audience and post it; returns what happened (for logs/tests)."""
     from answers import engine
+    from answers.query_parser import QueryError
     from connectors.models import ConnectorInstance
     from retrieval.permissions import permission_context
     from tenants.audit import do_record_answer_audit
@@ -370,7 +371,13 @@ def run_job(tenant_id: int, instance_pk: int, job: dict[str, Any]) -> str:
         if perm is None:
             response = None
         else:
-            response = engine.answer_question(perm, job["question"], engine.RequestFilters())
+            try:
+                response = engine.answer_question(perm, job["question"], engine.RequestFilters())
+            except QueryError as exc:
+                # A question the parser rejects (e.g. operators only) gets an explanation, not silence.
+                api.post_ephemeral(channel, slack_user, f"I could not read that question: {exc.message}",
+                                   thread_ts=thread_ts)  # fmt: skip
+                return f"query_error:{exc.code}"
             trace_id = hashlib.sha256(f"{job['dedupe']}:{datetime.now(UTC).isoformat()}".encode()).hexdigest()[:32]
             response["trace"] = {**response.get("trace", {}), "id": trace_id}
             do_record_answer_audit(perm, job["question"], response, username=user.username, via="slack",

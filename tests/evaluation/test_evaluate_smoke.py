@@ -72,11 +72,19 @@ def test_it_runs_the_enterprise_answers_suite_on_a_filing(tmp_path: Path) -> Non
 
 
 def test_it_finds_no_leaks_and_proves_readers_find_their_canaries(tmp_path: Path) -> None:
-    data = _run("leaks", tmp_path, limit=60)
+    data = _run("leaks", tmp_path, limit=72)
     m = data["metrics"]
-    assert m["queries"] == 60
+    assert m["queries"] == 72
     assert m["leaks"] == 0, data["details"]["leaks"]
-    assert sum(m["per_channel"].values()) == 60 and min(m["per_channel"].values()) > 0
+    assert set(m["per_channel"]) >= {"slack_private", "slack_channel", "portal_results", "portal_stream"}
+    assert sum(m["per_channel"].values()) == 72 and min(m["per_channel"].values()) > 0
+    assert set(m["leaks_per_channel"].values()) == {0}
+    # Every path really answered (a 403 or a failed job would make "no leaks" meaningless).
+    assert set(m["non_200_per_channel"].values()) == {0}, m["non_200_per_channel"]
+    assert m["slack_outcomes"].get("slack_private:answered"), m["slack_outcomes"]
+    assert any(k.startswith("slack_channel:") for k in m["slack_outcomes"])
+    paths = ("slack_private", "slack_channel", "portal_results", "portal_stream")
+    assert all(m["responses_with_own_canary"][p] > 0 for p in paths), m["responses_with_own_canary"]
     found = m["reader_found_own_canaries"]
     assert found["alice"] and found["alice"] > 0, "the suite would be vacuous"
 
@@ -87,3 +95,10 @@ def test_it_measures_operations(tmp_path: Path) -> None:
     assert m["ingest"]["documents"] == 2 and m["ingest"]["chunks_per_s"] > 0
     assert m["search_ms"]["n"] == 2 and m["search_ms"]["p50"] > 0
     assert m["event_to_searchable_ms"] is not None and m["revocation_to_enforced_ms"] is not None
+    rss = m["stack_peak_rss"]
+    assert set(rss) >= {"postgres", "redis", "celery_worker", "web", "evaluation_process"}
+    # The test stack's own Postgres and Redis are found from the live connections.
+    for group in ("postgres", "redis", "evaluation_process"):
+        assert rss[group]["processes"] >= 1 and rss[group]["sum_vmhwm_mb"] > 0, group
+        assert rss[group]["max_process_vmhwm_mb"] <= rss[group]["sum_vmhwm_mb"]
+    assert rss["postgres"]["processes"] >= 2, "the postmaster and its backends"

@@ -25,6 +25,7 @@ from retrieval.contracts import SourceDocument
 from retrieval.demo import handbook_pages, page_document
 from retrieval.evaluation.metrics import percentile
 from retrieval.evaluation.report import SuiteResult, table
+from retrieval.evaluation.rss import PeakRss
 from retrieval.evaluation.tenancy import ensure_eval_tenant
 from retrieval.models import Source
 from retrieval.permissions import permission_context
@@ -65,6 +66,7 @@ def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResul
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
+    rss = PeakRss().start()
     pages = handbook_pages()
     pages = sorted(pages, key=lambda p: p["id"])[: (limit or len(pages))]
     slug = f"eval-ops-{uuid.uuid4().hex[:8]}"  # fresh: throughput is measured on a cold tenant
@@ -130,6 +132,7 @@ def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResul
     revoked_ms = (time.perf_counter() - t) * 1000
     import resource
 
+    stack_rss = rss.stop()
     m = {
         "ingest": ingest,
         "search_ms": _dist(search_ms),
@@ -141,6 +144,9 @@ def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResul
         "peak_rss_mb": {"evaluation_process (web+worker code in one)": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                         "postgres_now": _rss_mb_of(lambda c: c.startswith("postgres")),
                         "redis_now": _rss_mb_of(lambda c: c.startswith("redis"))},
+        # Per process group of the stack this run is connected to (retrieval/evaluation/rss.py);
+        # None: no such process in the run (the suite runs the web and worker code in-process).
+        "stack_peak_rss": stack_rss,
         "note": "in-process (no broker hop); the Celery path adds the queue round-trip (~5 ms, PROBES.md)",
     }  # fmt: skip
     rows = [["ingest", f"{ingest['documents']} docs / {ingest['chunks']} chunks in {ingest['seconds']} s "
@@ -152,9 +158,17 @@ def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResul
         )
     rows += [["event -> searchable ms", m["event_to_searchable_ms"]], ["revocation -> enforced ms", m["revocation_to_enforced_ms"]],
              ["peak RSS MB", json.dumps(m["peak_rss_mb"])]]  # fmt: skip
-    md = f"18F handbook, {len(pages)} pages, evaluation tenant `{slug}`.\n\n" + table(["measure", "value"], rows)
+    rss_rows = [[k, "not running in this run"] if v is None else
+                [k, v["processes"], *(f"{v[f]:.1f}" for f in ("peak_rss_sampled_mb", "sum_vmhwm_mb", "max_process_vmhwm_mb"))]
+                for k, v in stack_rss.items()]  # fmt: skip
+    md = (f"18F handbook, {len(pages)} pages, evaluation tenant `{slug}`.\n\n" + table(["measure", "value"], rows)
+          + "\nPeak RSS of the embedded stack during the suite (MB; sampled = highest simultaneous sum of VmRSS, "
+          "VmHWM = each process's own peak, summed — an upper bound, shared buffers counted per process):\n\n"
+          + table(["process group", "processes", "peak RSS sampled", "sum VmHWM", "max process VmHWM"],
+                  [r if len(r) == 5 else [r[0], r[1], "", "", ""] for r in rss_rows]))  # fmt: skip
     res = SuiteResult("operations", m, {}, md, started_at=started)
     res.plots["latency"] = _plot(search_ms, answer_ms)
+    res.plots["rss"] = _plot_rss(stack_rss)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -170,4 +184,22 @@ def _plot(search_ms: list[float], answer_ms: list[float]) -> Any:
     ax.set_xlabel("ms")
     ax.legend()
     ax.set_title("Latency distribution")
+    return fig
+
+
+def _plot_rss(stack_rss: dict[str, Any]) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    present = {k: v for k, v in stack_rss.items() if v}
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    xs = range(len(present))
+    ax.bar([x - 0.2 for x in xs], [v["peak_rss_sampled_mb"] for v in present.values()], 0.4, label="peak RSS (sampled)")
+    ax.bar([x + 0.2 for x in xs], [v["sum_vmhwm_mb"] for v in present.values()], 0.4, label="sum of VmHWM")
+    ax.set_xticks(list(xs), list(present), rotation=15)
+    ax.set_ylabel("MB")
+    ax.legend()
+    ax.set_title("Peak RSS of the embedded stack")
     return fig

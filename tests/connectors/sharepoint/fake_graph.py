@@ -15,6 +15,7 @@ import json
 import re
 import ssl
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -95,6 +96,9 @@ class FakeGraph:
         self.seen: list[Seen] = []
         self.faults: list[Fault] = []
         self.gone_tokens: set[str] = set()
+        # Graph subscriptions (POST / PATCH /v1.0/subscriptions): id -> entity, and every request body.
+        self.subscriptions: dict[str, dict[str, Any]] = {}
+        self.subscription_requests: list[tuple[str, str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         for site in self.tenant["sites"]:
             for items in site["drive_items"].values():
@@ -152,6 +156,11 @@ class FakeGraph:
             item = self._item(drive_id, item_id)
             item["_deleted"] = True
             item["_seq"] = self.seq
+
+    def remove_subscription(self, subscription_id: str) -> None:
+        """Graph dropped it (what a ``subscriptionRemoved`` lifecycle event announces)."""
+        with self._lock:
+            self.subscriptions.pop(subscription_id, None)
 
     def requests_to(self, pattern: str) -> list[Seen]:
         return [s for s in self.seen if re.search(pattern, s.path)]
@@ -299,6 +308,60 @@ class FakeGraph:
             ),
         )
 
+    def _subscription(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, str], Any]:
+        """``POST /subscriptions`` (201) and ``PATCH /subscriptions/{id}`` (200), Graph's shapes.
+
+        Only what driveItem accepts: ``updated`` on ``drives/{id}/root`` of a known drive, an
+        expiry at most 42,300 minutes ahead.  (Real Graph also POSTs a validationToken to the
+        notificationUrl before answering; the tests drive that handshake through the view.)
+        """
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, {}, {"error": {"code": "BadRequest", "message": "Invalid JSON"}}
+        sub_id = unquote(path.removeprefix("/v1.0/subscriptions").strip("/"))
+        self.subscription_requests.append((method, sub_id, body))
+        expiry = str(body.get("expirationDateTime") or "")
+        try:
+            when = dt.datetime.fromisoformat(expiry.replace("Z", "+00:00"))
+        except ValueError:
+            return 400, {}, {"error": {"code": "InvalidRequest", "message": "expirationDateTime is required"}}
+        if when > dt.datetime.now(dt.UTC) + dt.timedelta(minutes=42300):
+            return 400, {}, {"error": {"code": "InvalidRequest",
+                                       "message": "Subscription expiration can only be 42300 minutes in the future."}}  # fmt: skip
+        if method == "POST" and not sub_id:
+            m = re.fullmatch(r"drives/([^/]+)/root", str(body.get("resource") or ""))
+            if not m or m.group(1) not in {d["id"] for d in self.site["drives"]}:
+                return 404, {}, {"error": {"code": "itemNotFound", "message": "resource not found"}}
+            if body.get("changeType") != "updated" or not body.get("notificationUrl"):
+                return 400, {}, {"error": {"code": "InvalidRequest", "message": "driveItem supports only updated"}}
+            sub_id = str(uuid.uuid4())  # Graph subscription ids are GUIDs
+            entity = {
+                "@odata.context": f"{self.base}/v1.0/$metadata#subscriptions/$entity",
+                "id": sub_id,
+                "resource": body["resource"],
+                "applicationId": CLIENT_ID,
+                "changeType": "updated",
+                "clientState": body.get("clientState"),
+                "notificationUrl": body["notificationUrl"],
+                "lifecycleNotificationUrl": body.get("lifecycleNotificationUrl"),
+                "expirationDateTime": expiry,
+                "creatorId": "app-creator",
+                "latestSupportedTlsVersion": "v1_2",
+                "encryptionCertificate": None,
+                "encryptionCertificateId": None,
+                "includeResourceData": None,
+                "notificationContentType": None,
+            }
+            self.subscriptions[sub_id] = entity
+            return 201, {"Location": f"{self.base}/v1.0/subscriptions/{sub_id}"}, entity
+        if method == "PATCH" and sub_id:
+            if sub_id not in self.subscriptions:
+                return 404, {}, {"error": {"code": "ResourceNotFound", "message": "The object was not found."}}
+            self.subscriptions[sub_id]["expirationDateTime"] = expiry
+            return 200, {}, self.subscriptions[sub_id]
+        return 405, {}, {"error": {"code": "BadRequest", "message": "Unsupported method"}}
+
     # -- HTTP -----------------------------------------------------------------------------
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -323,7 +386,8 @@ class FakeGraph:
                 parts = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
                 length = int(self.headers.get("Content-Length") or 0)
-                form = parse_qs(self.rfile.read(length).decode()) if length else {}
+                self.raw_body = self.rfile.read(length) if length else b""
+                form = parse_qs(self.raw_body.decode()) if length else {}
                 with fake._lock:
                     fake.seen.append(Seen(method, parts.path, parts.query, dict(self.headers.items())))
                     for fault in fake.faults:
@@ -363,6 +427,9 @@ class FakeGraph:
                     auth = self.headers.get("Authorization", "")
                     if auth.removeprefix("Bearer ") not in fake.tokens_issued:
                         return self._reply(401, {}, {"error": {"code": "InvalidAuthenticationToken"}})
+                    if path == "/v1.0/subscriptions" or path.startswith("/v1.0/subscriptions/"):
+                        status, headers, body = fake._subscription(method, path, self.raw_body)
+                        return self._reply(status, headers, body)
                     status, headers, body = fake._graph(method, path, query)
                     return self._reply(status, headers, body)
                 return self._reply(404, {}, {"error": "not found"})
@@ -372,5 +439,8 @@ class FakeGraph:
 
             def do_POST(self) -> None:
                 self._handle("POST")
+
+            def do_PATCH(self) -> None:
+                self._handle("PATCH")
 
         return Handler
