@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from rest_framework.test import APIClient
+
 from retrieval.actions import do_create_source, do_enqueue_document, do_record_identity, do_set_group_members
 from retrieval.contracts import SourceDocument
 from tenants.context import tenant_context
@@ -46,3 +48,10 @@ def grant_groups(tenant: Any, memberships: dict[str, list[Any]]) -> None:
                 do_record_identity(principal, email=user.email, email_verified=True, display_name=user.username)
                 members.append(principal)
             do_set_group_members(group, members)
+
+
+def client_for(token: str) -> APIClient:
+    """An API client authenticated with a bearer token (the tenant comes from the token)."""
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return c

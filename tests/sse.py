@@ -23,19 +23,3 @@ def parse_sse(chunks: Iterable[bytes]) -> list[tuple[str, Any]]:
         if data:
             events.append((name, json.loads("\n".join(data))))
     return events
-
-
-def clear_cairn_cache() -> None:
-    """Drop Cairn's cache entries (not the Celery broker's keys in the same Redis).
-
-    ``bin/cairn test`` recreates the database but keeps the embedded Redis, so
-    ids and version counters restart while entries of an earlier run survive
-    under the same keys (``perm:<tenant>:<user>:<acl_version>``): a test that
-    checks who sees what must start from an empty cache.
-    """
-    from django.core.cache import cache
-
-    client = cache._cache.get_client()  # noqa: SLF001 - the raw client, to scan only our prefix
-    keys = list(client.scan_iter("cairn:*", count=1000))
-    if keys:
-        client.delete(*keys)

@@ -16,32 +16,19 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
-from rest_framework.test import APIClient
 
 from answers import engine
 from retrieval.models import IndexState
 from retrieval.permissions import permission_context
 from tenants.context import tenant_context
 from tests.conftest import ROOT, ingest_inline
-from tests.factories import enqueue, grant_groups, make_doc, source_for
-from tests.sse import clear_cairn_cache
+from tests.factories import client_for, enqueue, grant_groups, make_doc, source_for
 
 VPN = (
     "The corporate VPN uses WireGuard. If the VPN disconnects repeatedly, restart the client and renew the certificate."
 )
 VPN2 = "The corporate VPN uses Tailscale since March. If the VPN disconnects repeatedly, sign in to Tailscale again."
 QUESTION = "Which protocol does the VPN use?"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fresh_cache() -> None:
-    clear_cairn_cache()
-
-
-def client_for(token: str) -> APIClient:
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from tenants.auth import SESSION_MEMBERSHIP_KEY
 from tenants.context import tenant_context
 from tenants.models import AuditEvent, Membership
 from tests.conftest import ingest_inline
-from tests.factories import enqueue, grant_groups, make_doc, source_for
-from tests.sse import clear_cairn_cache, parse_sse
+from tests.factories import client_for, enqueue, grant_groups, make_doc, source_for
+from tests.sse import parse_sse
 
 TRAVEL = (
     "Expense reports are due within 30 days of travel. Submit each report in the travel system with "
@@ -23,17 +23,6 @@ VPN = (
 )
 PUBLISHERS = "Webhook publishers must sign every delivery and rotate the signing secret every 90 days."
 SUBSCRIBERS = "Webhook subscribers must acknowledge each delivery within 5 seconds and retry on failure."
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fresh_cache() -> None:
-    clear_cairn_cache()
-
-
-def client_for(token: str) -> APIClient:
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
 
 
 @pytest.fixture

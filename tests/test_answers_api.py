@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.conftest import ingest_inline
-from tests.factories import enqueue, grant_groups, make_doc, source_for
+from tests.factories import client_for, enqueue, grant_groups, make_doc, source_for
 
 HANDBOOK = (
     "Expense reports are due within 30 days of travel. Submit each report in the travel system with "
@@ -16,12 +16,6 @@ VPN = (
     "The corporate VPN uses WireGuard. New laptops get a VPN profile from the IT portal on the first day. "
     "If the VPN disconnects repeatedly, restart the client and renew the certificate."
 )
-
-
-def client_for(token: str) -> APIClient:
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
 
 
 @pytest.fixture

@@ -12,27 +12,14 @@ import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection
-from rest_framework.test import APIClient
 
 from tenants.audit import GENESIS, do_record_audit_event, verify_chain
 from tenants.context import tenant_context
 from tenants.models import AuditEvent
 from tests.conftest import ingest_inline
-from tests.factories import enqueue, make_doc, source_for
-from tests.sse import clear_cairn_cache
+from tests.factories import client_for, enqueue, make_doc, source_for
 
 TEXT = "Expense reports are due within 30 days of travel. Submit each report with itemised receipts."
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fresh_cache() -> None:
-    clear_cairn_cache()
-
-
-def client_for(token: str) -> APIClient:
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
 
 
 def superuser_conn() -> psycopg.Connection:

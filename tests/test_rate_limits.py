@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from rest_framework.test import APIClient
-
-
-def client_for(token: str) -> APIClient:
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
+from tests.factories import client_for
 
 
 def test_a_users_burst_is_throttled_with_a_code_while_other_users_and_tenants_go_on(cast, settings) -> None:

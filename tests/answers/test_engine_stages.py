@@ -10,7 +10,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from answers.freshness import do_refresh_feed
 from answers.models import FreshnessFeed
@@ -20,14 +19,9 @@ from retrieval.contracts import SourceDocument
 from retrieval.models import Chunk, Document
 from tenants.context import tenant_context
 from tests.conftest import ingest_inline
+from tests.factories import client_for
 
 PUBLIC = (("public:tenant",),)
-
-
-def client_for(token: str) -> APIClient:
-    c = APIClient()
-    c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return c
 
 
 def add_docs(tenant: Any, source_name: str, tier: int, docs: list[dict[str, Any]], kind: str = "confluence") -> Any:
