@@ -14,37 +14,51 @@ from answers import actions
 from answers.models import AnswerSettings, AuthorityAssignment, AuthorityTier, EntityAlias, FreshnessFeed
 from cairn.api import ApiError
 from cairn.http import BlockedDestination, SafeFetcher
+from cairn.openapi import error_responses
 from retrieval.models import Source
 from tenants.views_base import TenantAPIView
 
 
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of turning them into text.
+
+    DRF's CharField stores ``{"canonical": 98540}`` as ``"98540"``; the schema says string, and a
+    number where a name belongs is a client bug worth a 400 (found by tests/test_api_schema_fuzz.py).
+    """
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class AliasSerializer(serializers.Serializer):
-    alias = serializers.CharField(max_length=200)
-    canonical = serializers.CharField(max_length=200)
+    alias = StrictCharField(max_length=200)
+    canonical = StrictCharField(max_length=200)
 
 
 class TierSerializer(serializers.Serializer):
     rank = serializers.IntegerField(min_value=0, max_value=9)
-    name = serializers.CharField(max_length=100)
+    name = StrictCharField(max_length=100)
 
 
 class AssignmentSerializer(serializers.Serializer):
     source_id = serializers.IntegerField()
-    container = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+    container = StrictCharField(max_length=300, required=False, allow_blank=True, default="")
     tier_rank = serializers.IntegerField(min_value=0, max_value=9)
 
 
 class FeedSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    entity = serializers.CharField(max_length=200)
+    name = StrictCharField(max_length=200)
+    entity = StrictCharField(max_length=200)
     url = serializers.URLField(max_length=2000)
 
 
 class AnswerSettingsSerializer(serializers.Serializer):
     writer = serializers.ChoiceField(choices=AnswerSettings.Writer.values)
     endpoint_url = serializers.URLField(required=False, allow_blank=True, default="")
-    model = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    api_key = serializers.CharField(max_length=500, required=False, write_only=True)
+    model = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    api_key = StrictCharField(max_length=500, required=False, write_only=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["writer"] == AnswerSettings.Writer.OPENAI_COMPATIBLE and not (
@@ -69,11 +83,11 @@ def _alias_json(a: EntityAlias) -> dict[str, Any]:
 class AliasListView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, **error_responses()})
     def get(self, request: Request) -> Response:
         return Response({"aliases": [_alias_json(a) for a in EntityAlias.objects.order_by("canonical", "alias")]})
 
-    @extend_schema(request=AliasSerializer, responses={201: dict})
+    @extend_schema(request=AliasSerializer, responses={201: dict, **error_responses(400)})
     def post(self, request: Request) -> Response:
         d = _valid(AliasSerializer, request.data)
         return Response(_alias_json(actions.do_set_alias(d["alias"], d["canonical"])), status=201)
@@ -82,7 +96,7 @@ class AliasListView(TenantAPIView):
 class AliasDetailView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **error_responses(404)})
     def delete(self, request: Request, pk: int) -> Response:
         if not actions.do_delete_alias(pk):
             raise ApiError("not_found", "No such alias.", 404)
@@ -110,7 +124,7 @@ def _authority_json() -> dict[str, Any]:
 class AuthorityView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, **error_responses()})
     def get(self, request: Request) -> Response:
         return Response(_authority_json())
 
@@ -118,7 +132,7 @@ class AuthorityView(TenantAPIView):
 class AuthorityTierView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(request=TierSerializer, responses={200: dict})
+    @extend_schema(request=TierSerializer, responses={200: dict, **error_responses(400, 409)})
     def post(self, request: Request) -> Response:
         d = _valid(TierSerializer, request.data)
         clash = AuthorityTier.objects.filter(name=d["name"]).exclude(rank=d["rank"]).exists()
@@ -131,7 +145,7 @@ class AuthorityTierView(TenantAPIView):
 class AuthorityAssignmentView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(request=AssignmentSerializer, responses={200: dict})
+    @extend_schema(request=AssignmentSerializer, responses={200: dict, **error_responses(400, 404)})
     def post(self, request: Request) -> Response:
         d = _valid(AssignmentSerializer, request.data)
         actions.ensure_default_tiers()
@@ -156,11 +170,11 @@ def _feed_json(f: FreshnessFeed) -> dict[str, Any]:
 class FreshnessFeedListView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, **error_responses()})
     def get(self, request: Request) -> Response:
         return Response({"feeds": [_feed_json(f) for f in FreshnessFeed.objects.order_by("name")]})
 
-    @extend_schema(request=FeedSerializer, responses={201: dict})
+    @extend_schema(request=FeedSerializer, responses={201: dict, **error_responses(400, 409)})
     def post(self, request: Request) -> Response:
         d = _valid(FeedSerializer, request.data)
         # Checked at write time too, so an admin learns at once that the URL can never be fetched.
@@ -176,7 +190,7 @@ class FreshnessFeedListView(TenantAPIView):
 class FreshnessFeedRefreshView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: dict, **error_responses(404)})
     def post(self, request: Request, pk: int) -> Response:
         feed = FreshnessFeed.objects.filter(pk=pk).first()
         if feed is None:
@@ -194,11 +208,11 @@ class AnswerSettingsView(TenantAPIView):
         return {"writer": row.writer, "endpoint_url": row.endpoint_url, "model": row.model,
                 "api_key_set": bool(row.api_key_encrypted)}  # fmt: skip
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, **error_responses()})
     def get(self, request: Request) -> Response:
         return Response(self._json())
 
-    @extend_schema(request=AnswerSettingsSerializer, responses={200: dict})
+    @extend_schema(request=AnswerSettingsSerializer, responses={200: dict, **error_responses(400)})
     def put(self, request: Request) -> Response:
         d = _valid(AnswerSettingsSerializer, request.data)
         actions.do_set_answer_settings(d["writer"], endpoint_url=d["endpoint_url"], model=d["model"],

@@ -124,7 +124,10 @@ def find_conflicts(plan: QueryPlan, claims: list[DraftClaim], evidence: list[Evi
     report = ConflictReport()
     seen: set[tuple[str, str]] = set()
     claim_by_text = {c.text: c for c in claims}
-    next_id = len(claims) + 1
+    # Views added here get ids of their own ("v1", ...): numbering after len(claims) collided with a kept
+    # claim whenever an earlier draft had been dropped (c1, c3 kept -> a new "c3").
+    used_ids = {c.id for c in claims}
+    next_id = 1
     for claim in claims:
         if not claim.citations or claim.citations[0].evidence_id not in by_id:
             continue
@@ -151,8 +154,10 @@ def find_conflicts(plan: QueryPlan, claims: list[DraftClaim], evidence: list[Evi
                 existing = claim_by_text.get(s.text)
                 if existing is None:
                     # The other view is a verbatim sentence of its passage, so it is verified like any claim.
-                    existing = DraftClaim(id=f"c{next_id}", text=s.text, citations=(_citation(s),))
-                    next_id += 1
+                    while f"v{next_id}" in used_ids:
+                        next_id += 1
+                    existing = DraftClaim(id=f"v{next_id}", text=s.text, citations=(_citation(s),))
+                    used_ids.add(existing.id)
                     claim_by_text[s.text] = existing
                     report.add_claims.append(existing)
                 if keep_both:

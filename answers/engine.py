@@ -19,6 +19,12 @@ abstain            here                        ``decide_abstention``
 The permission context is built from the authenticated user before retrieval; the
 writer only ever sees evidence records produced from authorised chunks, and the
 verifier re-checks that each cited evidence id is one of them.
+
+There is one implementation of the pipeline: ``answer_stages``, a generator of
+``StageEvent`` (``plan``, ``sources``, ``claim`` per verified claim, ``retract`` /
+``annotate`` when conflicts or abstention change a claim already sent, ``done`` with the
+whole response).  ``answer_question`` consumes it to ``done``; the SSE stream
+(``answers/streaming.py``) advances it one step per transaction and sends each event.
 """
 
 from __future__ import annotations
@@ -53,7 +59,6 @@ from answers.verification import (
     strip_unsupported_calls_to_action,
     strip_unsupported_links,
     verifier_release,
-    verify_claim,
     version_key,
 )
 from cairn.backends import embedder, get_backend
@@ -74,16 +79,20 @@ WEAK_EVIDENCE_THRESHOLD = 0.45
 __all__ = [
     "ClaimOutcome",
     "RequestFilters",
+    "StageEvent",
     "WEAK_EVIDENCE_THRESHOLD",
     "answer_question",
+    "answer_stages",
     "build_plan",
     "cache_key",
     "decide_abstention",
     "draft_and_verify",
     "evidence_strength",
+    "final_answer",
     "plan_json",
     "plan_question",
     "release_identity",
+    "replay",
     "retrieve",
     "run_search",
     "search_filters",
@@ -260,7 +269,7 @@ def verify_one(draft: DraftClaim, plan: QueryPlan, by_id: dict[str, EvidenceReco
     text, links = strip_unsupported_links(draft.text, {e.canonical_url for e in cited})
     text, ctas = strip_unsupported_calls_to_action(text, [e.text for e in cited])
     cleaned = replace(draft, text=text) if text != draft.text else draft
-    result = verify_claim(cleaned, by_id, plan, authorised_ids=set(by_id))
+    result = get_backend("VERIFIER").verify_claim(cleaned, by_id, plan, authorised_ids=set(by_id))
     kept = result.kept and bool(text.strip())
     return ClaimOutcome(cleaned, result, text, kept, links, ctas, attempt)
 
@@ -362,32 +371,132 @@ def _date_of(e: EvidenceRecord) -> str | None:
     return ts.date().isoformat() if ts else None
 
 
+# --------------------------------------------------------------------------- the staged pipeline
+
+
+@dataclass(frozen=True)
+class StageEvent:
+    """One step of an answer, in the order a reader may see it.
+
+    ``plan`` (the validated plan), ``sources`` (evidence records and the ranked results),
+    ``claim`` (one verified claim), ``retract`` / ``annotate`` (a later stage withdrew or
+    labelled a claim already sent), ``done`` (the whole response, exactly what
+    ``answer_question`` returns).  ``answers/streaming.py`` sends each one as an SSE event.
+    """
+
+    kind: str
+    data: dict[str, Any]
+
+
+class _Clock:
+    """Engine time only: the time a consumer spends between two events (e.g. writing to a slow
+    socket) is not the engine's and is left out of ``timings_ms``."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.paused = 0.0
+
+    def ms(self) -> float:
+        return round((time.perf_counter() - self.t0 - self.paused) * 1000, 1)
+
+    def emit(self, event: StageEvent) -> Iterator[StageEvent]:
+        t = time.perf_counter()
+        yield event
+        self.paused += time.perf_counter() - t
+
+
+def _sources_event(response_or_parts: dict[str, Any]) -> StageEvent:
+    r = response_or_parts
+    return StageEvent("sources", {
+        "evidence": [{k: v for k, v in e.items() if k != "cited"} for e in r.get("evidence", [])],
+        "results": r.get("results", []), "as_of": r.get("as_of"), "notices": r.get("notices", []),
+        "freshness": r.get("freshness"),
+    })  # fmt: skip
+
+
+def replay(response: dict[str, Any]) -> Iterator[StageEvent]:
+    """The stage events of an already released answer (a cache hit): same kinds, same payloads."""
+    yield StageEvent("plan", {"question": response.get("question"), "plan": response.get("plan"),
+                              "cache": response.get("trace", {}).get("cache"), "release": response.get("release")})  # fmt: skip
+    yield _sources_event(response)
+    for i, claim in enumerate((response.get("answer") or {}).get("claims", [])):
+        yield StageEvent("claim", {"index": i, "claim": claim})
+    yield StageEvent("done", response)
+
+
+def final_answer(stages: Iterator[StageEvent]) -> dict[str, Any]:
+    """Run the stages to the end and return the ``done`` payload."""
+    for event in stages:
+        if event.kind == "done":
+            return event.data
+    raise RuntimeError("the answer stages ended without a done event")
+
+
 def answer_question(perm: PermissionContext, question: str, extra: RequestFilters) -> dict[str, Any]:
-    t0 = time.perf_counter()
+    """The answer as one JSON document: ``answer_stages`` consumed to its ``done`` event."""
+    return final_answer(answer_stages(perm, question, extra))
+
+
+def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters, *,
+                  evidence: list[EvidenceRecord] | None = None) -> Iterator[StageEvent]:  # fmt: skip
+    """The answer pipeline, one ``StageEvent`` as soon as each stage has its result.
+
+    ``evidence`` given (a follow-up that reuses the previous turn's re-authorised records):
+    no cache, no retrieval; drafting, verification, conflicts and abstention as usual.
+
+    Every database read of a stage happens before that stage's event is yielded and nothing
+    here opens a transaction that spans a ``yield``: the stream advances this generator one
+    step per ``tenant_context`` transaction and writes to the socket only between steps.
+
+    Claims are yielded one by one as each is verified, held back only until the running
+    evidence strength (the best kept quote's coverage, which can only grow) clears
+    ``WEAK_EVIDENCE_THRESHOLD``: a claim that the weak-evidence rule would withdraw anyway is
+    not shown first.  Conflicts and abstention are decided on the whole set afterwards; a claim
+    they withdraw is announced with ``retract``, a label they add with ``annotate``, and a claim
+    they add (the other side of a conflict) as a further ``claim``.
+    """
+    clock = _Clock()
     timings: dict[str, float] = {}
     as_of = datetime.now(UTC)
     plan = build_plan(question, as_of, extra)
     state = IndexState.objects.first()
-    key = cache_key(perm, plan, state, "answer")
-    ttl = settings.CAIRN["LATEST_CACHE_SECONDS"] if plan.parsed.wants_latest else settings.CAIRN["ANSWER_CACHE_SECONDS"]
+    reuse = evidence is not None
+    ttl = 0
+    if not reuse:
+        ttl = (
+            settings.CAIRN["LATEST_CACHE_SECONDS"]
+            if plan.parsed.wants_latest
+            else settings.CAIRN["ANSWER_CACHE_SECONDS"]
+        )
+    key = cache_key(perm, plan, state, "answer") if ttl else ""
     cached = cache.get(key) if ttl else None
     if cached is not None:
         cached["trace"]["cache"] = "hit"
-        return cached
+        yield from replay(cached)
+        return
     writer, writer_notes = _tenant_writer()
+    release = release_identity(writer)
     from answers.actions import tier_names
 
     tiers = tier_names()
+    cache_state = "bypass" if reuse else "miss"
+    yield from clock.emit(StageEvent("plan", {"question": question, "plan": plan_json(plan), "cache": cache_state,
+                                              "release": release}))  # fmt: skip
 
-    r = retrieve(perm, plan)
-    timings["retrieval"] = round((time.perf_counter() - t0) * 1000, 1)
-    results = document_results(r.chunks, plan.parsed.text or question)
-    trace: dict[str, Any] = {"retrieval": r.trace, "writer_notes": writer_notes}
-
-    # "latest": find the newest version the index knows, scope the answer to it, check the feed.
-    chunks = r.chunks
+    # ---- retrieve + rank ("latest": scope to the newest version, check the feed)
+    trace: dict[str, Any] = {"writer_notes": writer_notes}
     freshness: dict[str, Any] | None = None
-    if plan.needs_current_version:
+    if reuse:
+        r = Retrieval(chunks=[], trace={"reused_evidence": len(evidence or []), "legs": {}, "collapsed_duplicates": 0,
+                                        "notices": []})  # fmt: skip
+        results: list[dict[str, Any]] = []
+    else:
+        r = retrieve(perm, plan)
+        results = document_results(r.chunks, plan.parsed.text or question)
+    timings["retrieval"] = clock.ms() if not reuse else 0.0
+    trace["retrieval"] = r.trace
+    chunks = r.chunks
+    if not reuse and plan.needs_current_version:
         newest = newest_indexed(plan, chunks)
         if newest is not None and newest.version:
             plan = replace(plan, version_scope=newest.version)
@@ -400,24 +509,26 @@ def answer_question(perm: PermissionContext, question: str, extra: RequestFilter
                 "set_aside_other_versions": sorted({c.version_label for c in other}),
             }  # fmt: skip
         freshness = check_freshness(plan, newest)
-    else:
+    elif not reuse:
         freshness = check_freshness(plan, newest_indexed(plan, chunks) if chunks else None)
 
+    # ---- extract (or multi-hop, which extracts and drafts per hop)
     outcomes: list[ClaimOutcome] = []
     info: dict[str, Any] = {}
     chain: list[dict[str, Any]] | None = None
     conclusion: str | None = None
     mode = "answer"
-    evidence: list[EvidenceRecord] = []
-    if plan.intent == "navigational":
+    multi_hop = not reuse and plan.intent == "multi_hop"
+    records: list[EvidenceRecord] = list(evidence or [])
+    if not reuse and plan.intent == "navigational":
         mode = "results"
-    elif plan.intent == "multi_hop":
+    elif multi_hop:
         mh = run_multi_hop(
             plan, lambda p, qs: retrieve(perm, p, qs).chunks, doc_texts=lambda cs: _doc_texts(perm, cs),
             tier_names=tiers,
         )  # fmt: skip
-        evidence = mh.evidence
-        by_id = {e.id: e for e in evidence}
+        records = mh.evidence
+        by_id = {e.id: e for e in records}
         outcomes = [verify_one(c, plan, by_id) for c in mh.claims]
         info["drafted"] = len(mh.claims)
         chain = [
@@ -431,52 +542,93 @@ def answer_question(perm: PermissionContext, question: str, extra: RequestFilter
                               "comparison": mh.conclusion}  # fmt: skip
         if all(o.kept for o in outcomes) and not mh.failed_at:
             conclusion = conclusion_text(plan, mh)
-    else:
+    elif not reuse:
         budget = int(settings.CAIRN.get("EVIDENCE_TOKEN_BUDGET", 1500))
-        evidence, ev_trace = build_evidence(plan, chunks, token_budget=budget, doc_texts=_doc_texts(perm, chunks),
-                                            tier_names=tiers)  # fmt: skip
+        records, ev_trace = build_evidence(plan, chunks, token_budget=budget, doc_texts=_doc_texts(perm, chunks),
+                                           tier_names=tiers)  # fmt: skip
         trace["evidence"] = ev_trace
-        if evidence:
-            outcomes = list(draft_and_verify(plan, evidence, writer=writer, info=info))
-    timings["write_verify"] = round((time.perf_counter() - t0) * 1000, 1)
+    timings["evidence"] = clock.ms()
+    yield from clock.emit(_sources_event({
+        "evidence": [to_jsonable(e) for e in records], "results": results, "as_of": _as_of(state),
+        "notices": r.trace.get("notices", []), "freshness": freshness,
+    }))  # fmt: skip
 
-    # Conflicts between what survived and the other sources; new views are verified like any claim.
+    # ---- write + verify: each kept claim is sent once the answer clears the weak-evidence bar
+    shown: list[ClaimOutcome] = []  # in the order sent; identity, not claim id (a conflict may reuse an id)
+    if mode == "answer" and not multi_hop and records:
+        held: list[ClaimOutcome] = []
+        best = 0.0
+        for outcome in draft_and_verify(plan, records, writer=writer, info=info):
+            outcomes.append(outcome)
+            if not outcome.kept:
+                continue
+            held.append(outcome)
+            best = max(best, evidence_strength(plan, [c.quote for c in outcome.draft.citations]))
+            if best >= WEAK_EVIDENCE_THRESHOLD:
+                for o in held:
+                    shown.append(o)
+                    yield from clock.emit(StageEvent("claim", {"index": len(shown) - 1, "claim": o.as_json()}))
+                held.clear()
+    timings["write_verify"] = clock.ms()
+
+    # ---- conflicts between what survived and the other sources; new views are verified like any claim
     kept_drafts = [o.draft for o in outcomes if o.kept]
-    report = find_conflicts(plan, kept_drafts, evidence) if mode == "answer" and plan.intent != "multi_hop" else None
+    report = find_conflicts(plan, kept_drafts, records) if mode == "answer" and not multi_hop else None
     conflict = conflict_section(report) if report else {"status": "none", "pairs": [], "statement": ""}
     if report is not None and report.pairs:
-        by_id = {e.id: e for e in evidence}
+        by_id = {e.id: e for e in records}
         outcomes = [replace(o, kept=False) if o.kept and o.draft.id in report.remove_claim_ids else o for o in outcomes]
         outcomes += [verify_one(d, plan, by_id) for d in report.add_claims]
 
+    # ---- abstain
     kept = [o for o in outcomes if o.kept]
     cited_ids = {c.evidence_id for o in kept for c in o.draft.citations}
-    by_id = {e.id: e for e in evidence}
     strength = evidence_strength(plan, [c.quote for o in kept for c in o.draft.citations])
-    if plan.intent == "multi_hop":
+    if multi_hop:
         strength = 1.0 if kept and conclusion else strength  # each hop already checked its own value
     abstention: Abstention | None
     if mode == "results":
         abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
     else:
         abstention = decide_abstention(
-            evidence=evidence, drafted=int(info.get("drafted", 0)), outcomes=outcomes,
+            evidence=records, drafted=int(info.get("drafted", 0)), outcomes=outcomes,
             conflict_status=conflict["status"], strength=strength, plan=plan, writer_error=info.get("error"),
         )  # fmt: skip
-        if plan.intent == "multi_hop" and abstention is None and trace["multi_hop"]["failed_at"]:
+        if multi_hop and abstention is None and trace["multi_hop"]["failed_at"]:
             abstention = Abstention("weak_evidence", f"Hop {trace['multi_hop']['failed_at']} found no supported value.")
+    released = kept if abstention is None else []
     claims_json: list[dict[str, Any]] = []
-    if abstention is None:
-        for o in kept:
-            item = o.as_json()
-            if report is not None and o.draft.id in report.labels:
-                item["view"] = report.labels[o.draft.id]
-            claims_json.append(item)
+    for o in released:
+        item = o.as_json()
+        if report is not None and o.draft.id in report.labels:
+            item["view"] = report.labels[o.draft.id]
+        claims_json.append(item)
+
+    # ---- reconcile what was sent with what is released: retract, annotate, send the rest
+    released_ids = {id(o) for o in released}
+    for i, o in enumerate(shown):
+        if id(o) not in released_ids:
+            reason, message = (
+                (abstention.reason, abstention.message) if abstention is not None
+                else ("conflict", conflict["statement"] or "Another source contradicts this claim.")
+            )  # fmt: skip
+            yield from clock.emit(StageEvent("retract", {"index": i, "claim_id": o.draft.id, "reason": reason,
+                                                         "message": message}))  # fmt: skip
+    position = {id(o): i for i, o in enumerate(shown)}
+    for o, item in zip(released, claims_json, strict=True):
+        if id(o) in position:
+            if "view" in item:
+                yield from clock.emit(StageEvent("annotate", {"index": position[id(o)], "claim_id": o.draft.id,
+                                                              "view": item["view"]}))  # fmt: skip
+            continue
+        shown.append(o)
+        yield from clock.emit(StageEvent("claim", {"index": len(shown) - 1, "claim": item}))
+
     dropped = sum(1 for o in outcomes if not o.kept)
     sources = [
         {"evidence_id": e.id, "title": e.title, "url": e.canonical_url, "date": _date_of(e),
          "version": e.version_label, "authority": e.authority}
-        for e in evidence if e.id in cited_ids
+        for e in records if e.id in cited_ids
     ]  # fmt: skip
     response = {
         "question": question,
@@ -496,10 +648,10 @@ def answer_question(perm: PermissionContext, question: str, extra: RequestFilter
         },
         "conflict": conflict,
         "freshness": freshness,
-        "evidence": [to_jsonable(e) | {"cited": e.id in cited_ids and abstention is None} for e in evidence],
+        "evidence": [to_jsonable(e) | {"cited": e.id in cited_ids and abstention is None} for e in records],
         "results": results,
         "notices": r.trace.get("notices", []),
-        "release": release_identity(writer),
+        "release": release,
         "trace": {
             **trace,
             "legs": r.trace["legs"],
@@ -512,10 +664,10 @@ def answer_question(perm: PermissionContext, question: str, extra: RequestFilter
             "verification": [to_jsonable(o.verification) | {"attempt": o.attempt} for o in outcomes],
             "writer": {"error": info.get("error"), "regenerated": bool(info.get("regenerated"))},
             "threshold": {"weak_evidence": WEAK_EVIDENCE_THRESHOLD, "strength": round(strength, 4)},
-            "timings_ms": {**timings, "total": round((time.perf_counter() - t0) * 1000, 1)},
-            "cache": "miss",
+            "timings_ms": {**timings, "total": clock.ms()},
+            "cache": cache_state,
         },
     }
     if ttl:
         cache.set(key, response, timeout=ttl)
-    return response
+    yield StageEvent("done", response)

@@ -13,7 +13,12 @@ the previous plan, then the turn decides explicitly between
   against the user's current ACL sets and the document's snapshot (so a
   revoked or changed passage is never reused) — only when the follow-up
   adds no new content terms and neither permissions nor the index changed;
+  the engine's own stages then run from drafting on (``answer_stages(...,
+  evidence=...)``: no retrieval, no cache);
 * ``retrieve``: run the full engine on the resolved question.
+
+``turn_stages`` yields the engine's stage events (the stream sends them as they
+come); ``answer_turn`` consumes them for the JSON API.
 
 The trace's ``followup`` block says which, and why.
 """
@@ -24,9 +29,9 @@ import dataclasses
 import hashlib
 import re
 import secrets
-import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from django.conf import settings
@@ -199,44 +204,6 @@ def reauthorised_evidence(perm: PermissionContext, previous: ConversationState) 
     return [_record(e) for e in previous.evidence if live.get(int(e["document_id"])) == e.get("snapshot_sha256")]
 
 
-def answer_from_evidence(perm: PermissionContext, question: str, extra: engine.RequestFilters,
-                         evidence: list[EvidenceRecord]) -> dict[str, Any]:  # fmt: skip
-    """Draft and verify over given evidence with the engine's stages (no retrieval)."""
-    t0 = time.perf_counter()
-    plan = engine.build_plan(question, datetime.now(UTC), extra)
-    state = IndexState.objects.first()
-    info: dict[str, Any] = {}
-    outcomes = list(engine.draft_and_verify(plan, evidence, info=info))
-    kept = [o for o in outcomes if o.kept]
-    strength = engine.evidence_strength(plan, [c.quote for o in kept for c in o.draft.citations])
-    abstention = engine.decide_abstention(
-        evidence=evidence, drafted=int(info.get("drafted", 0)), outcomes=outcomes, conflict_status="none",
-        strength=strength, plan=plan, writer_error=info.get("error"),
-    )  # fmt: skip
-    claims = [o.as_json() for o in kept] if abstention is None else []
-    cited = {c["evidence_id"] for claim in claims for c in claim["citations"]}
-    return {
-        "question": question,
-        "as_of": engine._as_of(state),
-        "plan": engine.plan_json(plan),
-        "answer": {
-            "mode": "answer", "claims": claims, "dropped_claims": sum(1 for o in outcomes if not o.kept),
-            "abstention": to_jsonable(abstention) if abstention else None, "evidence_strength": round(strength, 4),
-            "sources": [{"evidence_id": e.id, "title": e.title, "url": e.canonical_url} for e in evidence
-                        if e.id in cited],
-        },
-        "evidence": [to_jsonable(e) | {"cited": e.id in cited} for e in evidence],
-        "results": [],
-        "release": engine.release_identity(),
-        "trace": {
-            "legs": {}, "collapsed_duplicates": 0,
-            "verification": [to_jsonable(o.verification) | {"attempt": o.attempt} for o in outcomes],
-            "timings_ms": {"retrieval": 0.0, "total": round((time.perf_counter() - t0) * 1000, 1)},
-            "cache": "bypass",
-        },
-    }  # fmt: skip
-
-
 # --- one turn ------------------------------------------------------------------------------------------------
 
 
@@ -259,13 +226,17 @@ def _filters_from(d: dict[str, Any]) -> engine.RequestFilters:
                                  official_only=bool(d.get("official_only")))  # fmt: skip
 
 
-def answer_turn(perm: PermissionContext, question: str, extra: engine.RequestFilters,
-                conversation_id: str | None = None) -> Turn:  # fmt: skip
-    """Answer one turn of a conversation (a new one when ``conversation_id`` is None).
+def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFilters,
+                conversation_id: str | None = None) -> Iterator[engine.StageEvent]:  # fmt: skip
+    """One turn of a conversation as the engine's stage events (a new conversation when
+    ``conversation_id`` is None).
 
-    Runs inside the caller's tenant context.  Raises ``ApiError`` 404
-    ``unknown_conversation`` for an id this user does not hold (expired, or
-    someone else's: the key includes tenant and user).
+    Resolution and the reuse/retrieve decision happen before the first event, so the
+    ``plan`` event already carries the conversation id and the ``followup`` block; the
+    conversation is saved before ``done``.  Each step runs inside the caller's tenant
+    context (``answer_turn`` holds one for the whole turn; the stream opens one per step).
+    Raises ``ApiError`` 404 ``unknown_conversation`` for an id this user does not hold
+    (expired, or someone else's: the key includes tenant and user).
     """
     previous: ConversationState | None = None
     if conversation_id:
@@ -281,16 +252,12 @@ def answer_turn(perm: PermissionContext, question: str, extra: engine.RequestFil
     index_version = state.index_version if state else 0
     filters_changed = previous is not None and _filters_dict(extra) != previous.filters
     decision, why = decide(previous, resolution, perm, index_version, filters_changed)
-    response: dict[str, Any] | None = None
+    reused: list[EvidenceRecord] | None = None
     if decision == "reuse" and previous is not None:
-        evidence = reauthorised_evidence(perm, previous)
-        if evidence:
-            response = answer_from_evidence(perm, resolution.question, extra, evidence)
-        else:
+        reused = reauthorised_evidence(perm, previous) or None
+        if reused is None:
             decision, why = "retrieve", "the earlier evidence is no longer readable"
-    if response is None:
-        response = engine.answer_question(perm, resolution.question, extra)
-    response["trace"]["followup"] = {
+    followup: dict[str, Any] = {
         "turn": (previous.turns + 1) if previous else 1,
         "is_followup": resolution.is_followup,
         "resolution": resolution.method,
@@ -299,18 +266,41 @@ def answer_turn(perm: PermissionContext, question: str, extra: engine.RequestFil
     }
     if resolution.is_followup and previous is not None:
         # Only a follow-up shows its rewrite (a first question is already echoed in the plan).
-        response["trace"]["followup"] |= {"resolved_question": resolution.question,
-                                          "previous_question": previous.question}  # fmt: skip
-    save_conversation(
-        perm,
-        conversation_id,
-        ConversationState(
-            question=resolution.question, original=resolution.question, plan=response.get("plan") or {},
-            filters=_filters_dict(extra),
-            evidence=[{k: v for k, v in e.items() if k != "cited"} for e in response.get("evidence", [])],
-            fingerprint=perm.fingerprint, acl_version=perm.acl_version, index_version=index_version,
-            turns=(previous.turns + 1) if previous else 1,
-            history=((previous.history if previous else []) + [question])[-10:],
-        ),
-    )  # fmt: skip
-    return Turn(response=response, conversation_id=conversation_id, resolved_question=resolution.question)
+        followup |= {"resolved_question": resolution.question, "previous_question": previous.question}
+    for event in engine.answer_stages(perm, resolution.question, extra, evidence=reused):
+        if event.kind == "plan":
+            event = engine.StageEvent("plan", event.data | {"conversation_id": conversation_id,
+                                                            "followup": dict(followup)})  # fmt: skip
+        elif event.kind == "done":
+            response = event.data
+            response["trace"]["followup"] = followup
+            response["conversation_id"] = conversation_id
+            save_conversation(
+                perm,
+                conversation_id,
+                ConversationState(
+                    question=resolution.question, original=resolution.question, plan=response.get("plan") or {},
+                    filters=_filters_dict(extra),
+                    evidence=[{k: v for k, v in e.items() if k != "cited"} for e in response.get("evidence", [])],
+                    fingerprint=perm.fingerprint, acl_version=perm.acl_version, index_version=index_version,
+                    turns=(previous.turns + 1) if previous else 1,
+                    history=((previous.history if previous else []) + [question])[-10:],
+                ),
+            )  # fmt: skip
+        yield event
+
+
+def answer_turn(perm: PermissionContext, question: str, extra: engine.RequestFilters,
+                conversation_id: str | None = None) -> Turn:  # fmt: skip
+    """Answer one turn of a conversation: ``turn_stages`` consumed to its ``done`` event.
+
+    Runs inside the caller's tenant context.
+    """
+    response: dict[str, Any] | None = None
+    for event in turn_stages(perm, question, extra, conversation_id):
+        if event.kind == "done":
+            response = event.data
+    if response is None:
+        raise RuntimeError("the answer stages ended without a done event")
+    resolved = response["trace"]["followup"].get("resolved_question") or " ".join(question.split())
+    return Turn(response=response, conversation_id=response["conversation_id"], resolved_question=resolved)

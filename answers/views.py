@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpResponseBase
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,20 +19,20 @@ from answers.serializers import (
     AnswerRequestSerializer,
     AnswerResponseSerializer,
     AnswerStreamQuerySerializer,
-    ErrorEnvelopeSerializer,
     SearchQuerySerializer,
     SearchResponseSerializer,
 )
 from cairn.api import ApiError
+from cairn.openapi import SSE_EVENT, error_responses
 from retrieval.permissions import permission_context
 from tenants.audit import do_record_answer_audit
 from tenants.views_base import TenantAPIView
 
-ERRORS = {
-    400: OpenApiResponse(ErrorEnvelopeSerializer, description="Invalid input (error.code says which)"),
-    401: OpenApiResponse(ErrorEnvelopeSerializer, description="Not authenticated"),
-    403: OpenApiResponse(ErrorEnvelopeSerializer, description="Not allowed"),
-}
+# 400 invalid input, 404 unknown conversation or format suffix, plus the common ones (cairn/openapi.py).
+ERRORS = error_responses(400, 404)
+# The stream views render an error before the stream starts as one `error` event when the client
+# asked for text/event-stream (answers/streaming.py EventStreamRenderer).
+STREAM_ERRORS = error_responses(400, 404, media_types=("text/event-stream",))
 
 
 def _query_error(exc: QueryError) -> ApiError:
@@ -106,7 +106,8 @@ def _stream_request(data: dict[str, Any]) -> tuple[str, engine.RequestFilters, s
 
 
 class AnswerStreamView(TenantAPIView):
-    """``text/event-stream``: plan, sources, one claim per verified claim, done (answers/streaming.py).
+    """``text/event-stream``: plan, sources, one claim per verified claim (as each is verified), retract /
+    annotate when a later stage changes a claim already sent, done (answers/streaming.py).
 
     POST takes the JSON body of ``/api/v1/answers``; GET takes query parameters, for ``EventSource``
     in the portal (session cookie: a GET changes nothing a forged request could abuse, and a
@@ -125,7 +126,7 @@ class AnswerStreamView(TenantAPIView):
             )
         )  # fmt: skip
 
-    @extend_schema(request=AnswerRequestSerializer, responses={(200, "text/event-stream"): str, **ERRORS})
+    @extend_schema(request=AnswerRequestSerializer, responses={(200, "text/event-stream"): SSE_EVENT, **STREAM_ERRORS})
     def post(self, request: Request) -> HttpResponseBase:
         if not isinstance(request.data, dict):
             raise ApiError("invalid_request", "The body must be a JSON object.")
@@ -133,7 +134,9 @@ class AnswerStreamView(TenantAPIView):
         ser.is_valid(raise_exception=True)
         return self._start(request, *_stream_request(ser.validated_data))
 
-    @extend_schema(parameters=[AnswerStreamQuerySerializer], responses={(200, "text/event-stream"): str, **ERRORS})
+    @extend_schema(
+        parameters=[AnswerStreamQuerySerializer], responses={(200, "text/event-stream"): SSE_EVENT, **STREAM_ERRORS}
+    )
     def get(self, request: Request) -> HttpResponseBase:
         if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
             raise ApiError("cross_site_request", "Cross-site stream requests are refused.", 403)

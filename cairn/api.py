@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.db import connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -47,19 +49,35 @@ def _rollback_open_transactions() -> None:
 
 def _dependency_outage(exc: Exception) -> ApiError | None:
     """Map an outage of a backing service to a 503 with a code (never a stack trace)."""
+    import psycopg
     from django.db import DatabaseError, InterfaceError, OperationalError
 
-    if isinstance(exc, (OperationalError, InterfaceError)) or (
+    if isinstance(exc, (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)) or (
         isinstance(exc, DatabaseError) and "connection" in str(exc).lower()
     ):
         return ServiceUnavailable("database_unavailable", "The database is unavailable; try again shortly.")
     try:
+        import kombu.exceptions
         import redis
     except ImportError:  # pragma: no cover
         return None
-    if isinstance(exc, redis.RedisError):
+    # kombu wraps a refused broker connection in its own OperationalError (a direct apply_async).
+    if isinstance(exc, (redis.RedisError, kombu.exceptions.OperationalError)):
         return ServiceUnavailable("broker_unavailable", "The cache/broker is unavailable; try again shortly.")
     return None
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: Django calls it for any exception a non-DRF view (webhooks, portal pages,
+    health) or a middleware raised.  An outage of Postgres or Redis becomes a JSON 503 with a code
+    (a webhook source retries it; a client knows to try again); anything else a JSON 500 without
+    details.  Never a template: rendering one could touch the database that just failed."""
+    exc = sys.exc_info()[1]
+    outage = _dependency_outage(exc) if isinstance(exc, Exception) else None
+    if outage is not None:
+        body = {"error": {"code": outage.error_code, "message": str(outage.detail)}}
+        return JsonResponse(body, status=outage.status_code, headers={"Retry-After": "5"})
+    return JsonResponse({"error": {"code": "server_error", "message": "Internal server error."}}, status=500)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import after_setup_logger, after_setup_task_logger
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
 
@@ -28,3 +30,15 @@ def _configure_broker(sender: Celery, **kwargs: object) -> None:
 
 
 app.autodiscover_tasks()
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _redact_worker_logs(logger: logging.Logger, **kwargs: object) -> None:
+    """Celery replaces the root handlers that cairn/settings.py configured; its own get the same secret
+    redaction (cairn/logfilters.py), so a worker's log never carries a connector secret either."""
+    from cairn.logfilters import RedactSecrets
+
+    for handler in logger.handlers:
+        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+            handler.addFilter(RedactSecrets())

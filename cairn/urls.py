@@ -21,11 +21,17 @@ urlpatterns = [
     path("api/v1/admin/aliases/<int:pk>", answer_admin.AliasDetailView.as_view(), name="api-admin-alias"),
     path("api/v1/admin/authority", answer_admin.AuthorityView.as_view(), name="api-admin-authority"),
     path("api/v1/admin/authority/tiers", answer_admin.AuthorityTierView.as_view(), name="api-admin-tiers"),
-    path("api/v1/admin/authority/assignments", answer_admin.AuthorityAssignmentView.as_view(),
-         name="api-admin-authority-assignments"),  # fmt: skip
+    path(
+        "api/v1/admin/authority/assignments",
+        answer_admin.AuthorityAssignmentView.as_view(),
+        name="api-admin-authority-assignments",
+    ),  # fmt: skip
     path("api/v1/admin/freshness-feeds", answer_admin.FreshnessFeedListView.as_view(), name="api-admin-feeds"),
-    path("api/v1/admin/freshness-feeds/<int:pk>/refresh", answer_admin.FreshnessFeedRefreshView.as_view(),
-         name="api-admin-feed-refresh"),  # fmt: skip
+    path(
+        "api/v1/admin/freshness-feeds/<int:pk>/refresh",
+        answer_admin.FreshnessFeedRefreshView.as_view(),
+        name="api-admin-feed-refresh",
+    ),  # fmt: skip
     path("api/v1/admin/answer-settings", answer_admin.AnswerSettingsView.as_view(), name="api-admin-answer-settings"),
     path("api/v1/", include("connectors.urls")),
     path("hooks/confluence/", include("connectors.confluence.urls")),
@@ -39,3 +45,9 @@ urlpatterns = [
     path("portal/status", portal.status_fragment, name="portal-status"),
     path("console/", include("cairn.console.urls")),
 ]
+
+# Any exception outside DRF's handler (webhooks, portal, health, middleware): an outage of Postgres or
+# Redis answers a JSON 503 with a code, never an HTML error page (cairn/api.py).
+handler500 = "cairn.api.server_error"
+# An unknown URL under /api/ answers JSON with a code (error.code not_found); other paths keep Django's page.
+handler404 = "cairn.error_pages.not_found"

@@ -10,15 +10,17 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+import requests
 from django.db.models import Min
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from cairn.api import ApiError
 from cairn.http import OutboundHTTPError, RateLimited, redact
+from cairn.openapi import error_responses
 from connectors.actions import (
     do_create_connector_instance,
     do_request_sync,
@@ -43,15 +45,9 @@ CREDENTIAL_KEYS = {
 URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url")
 
 
-class ConnectorErrorSerializer(serializers.Serializer):
-    error = serializers.DictField()
-
-
-ERRORS = {
-    400: OpenApiResponse(ConnectorErrorSerializer, description="Invalid input (error.code says which)"),
-    403: OpenApiResponse(ConnectorErrorSerializer, description="Tenant admins only"),
-    404: OpenApiResponse(ConnectorErrorSerializer, description="No such connector in this tenant"),
-}
+# 400 invalid input, 404 no such connector in this tenant, 409 name taken, 503 credentials key missing,
+# plus what every tenant API view can answer (cairn/openapi.py).
+ERRORS = error_responses(400, 404, 409)
 
 
 class ConnectorWriteSerializer(serializers.Serializer):
@@ -101,11 +97,35 @@ class WebhookInfoSerializer(serializers.Serializer):
     how = serializers.CharField()
 
 
+class SyncQueuedSerializer(serializers.Serializer):
+    mode = serializers.CharField()
+    status = serializers.CharField()
+    run_id = serializers.CharField()
+
+
+class ConnectionTestSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    message = serializers.CharField()
+
+
 class SyncRequestSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=SyncState.Mode.values, default="incremental")
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 def _validate_config(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    # Postgres jsonb cannot store \u0000 (the save failed with a 500 before this check).
+    if _has_nul(config):
+        raise ApiError("invalid_config", "config must not contain NUL characters")
     missing = [k for k in REQUIRED_CONFIG[kind] if not config.get(k)]
     if missing:
         raise ApiError("invalid_config", f"missing config keys: {', '.join(missing)}")
@@ -233,12 +253,15 @@ class ConnectorStatusView(TenantAPIView):
 class ConnectorTestView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(request=None, responses={200: OpenApiResponse(description="{ok, message}"), **ERRORS})
+    @extend_schema(request=None, responses={200: ConnectionTestSerializer, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
         instance = _get(pk)
         try:
             build_connector(instance).test_connection()
-        except (ConnectorError, RateLimited, OutboundHTTPError, CredentialsError, KeyError, ValueError) as exc:
+        # requests.RequestException: the source's host does not resolve, refuses or times out -- the
+        # commonest failed test, which must read {ok: false}, not a 500.
+        except (ConnectorError, RateLimited, OutboundHTTPError, CredentialsError, KeyError, ValueError,
+                requests.RequestException) as exc:  # fmt: skip
             return Response({"ok": False, "message": redact(str(exc) or type(exc).__name__)[:500]})
         return Response({"ok": True, "message": "connected"})
 
@@ -246,10 +269,13 @@ class ConnectorTestView(TenantAPIView):
 class ConnectorSyncView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(request=SyncRequestSerializer, responses={202: SyncStateSerializer, **ERRORS})
+    @extend_schema(request=SyncRequestSerializer, responses={202: SyncQueuedSerializer, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
         instance = _get(pk)
-        ser = SyncRequestSerializer(data=request.data if isinstance(request.data, dict) else {})
+        # No body means the default mode; a body that is not an object (true, [..]) is a mistake.
+        if not isinstance(request.data, dict):
+            raise ApiError("invalid_request", "The body must be a JSON object.")
+        ser = SyncRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
         state = do_request_sync(instance, ser.validated_data["mode"])
         return Response({"mode": state.mode, "status": state.status, "run_id": state.run_id}, status=202)

@@ -12,6 +12,8 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 
+from cairn.logfilters import remember_secrets
+
 
 class CredentialsError(RuntimeError):
     """No key configured, or a value that this key did not encrypt (the message names no secret)."""
@@ -25,6 +27,7 @@ def _fernet() -> Fernet:
 
 
 def encrypt_json(value: dict[str, Any]) -> str:
+    remember_secrets(value.values())
     return _fernet().encrypt(json.dumps(value, sort_keys=True).encode()).decode()
 
 
@@ -32,12 +35,16 @@ def decrypt_json(token: str) -> dict[str, Any]:
     if not token:
         return {}
     try:
-        return dict(json.loads(_fernet().decrypt(token.encode())))
+        value = dict(json.loads(_fernet().decrypt(token.encode())))
     except (InvalidToken, ValueError):
         raise CredentialsError("stored credentials cannot be decrypted with the configured key") from None
+    # Whatever a library logs while these are in use (a reflected Authorization header...) is scrubbed.
+    remember_secrets(value.values())
+    return value
 
 
 def encrypt_text(value: str) -> str:
+    remember_secrets([value])
     return _fernet().encrypt(value.encode()).decode() if value else ""
 
 
@@ -45,6 +52,8 @@ def decrypt_text(token: str) -> str:
     if not token:
         return ""
     try:
-        return _fernet().decrypt(token.encode()).decode()
+        value = _fernet().decrypt(token.encode()).decode()
     except InvalidToken:
         raise CredentialsError("a stored secret cannot be decrypted with the configured key") from None
+    remember_secrets([value])
+    return value

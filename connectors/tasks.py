@@ -243,6 +243,13 @@ def process_inbound_event(tenant_id: int, event_pk: int) -> str:
     try:
         ops = list(connector.webhook_ops(parsed))
     except (RateLimited, ConnectorError, requests.RequestException) as exc:
+        if getattr(exc, "status", None) in (401, 403):
+            # Rejected credentials do not heal by waiting: retrying every 30 s kept the event pending
+            # forever. It fails visibly (connector status) and the next sync after the fix catches up.
+            with tenant_context(tenant_id):
+                InboundEvent.objects.filter(pk=event_pk).update(status=InboundEvent.Status.FAILED,
+                                                                error=_error_text(exc), processed_at=timezone.now())  # fmt: skip
+            return "failed"
         retry_after = float(getattr(exc, "retry_after", None) or TRANSIENT_RETRY_S)
         process_inbound_event.apply_async((tenant_id, event_pk), queue=sync_queue(), countdown=retry_after)
         return "retrying"

@@ -11,7 +11,9 @@ import logging
 from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from cairn.backends import embedder
@@ -24,8 +26,15 @@ from tenants.models import Tenant
 log = logging.getLogger(__name__)
 
 
+def ingest_queue(priority: int) -> str:
+    # Named in settings (like CONNECTOR_QUEUE) so a deployment, or a drill, can give a worker its own queues.
+    if priority == 0:
+        return str(settings.CAIRN.get("PERMISSIONS_QUEUE", "permissions"))
+    return str(settings.CAIRN.get("INGEST_QUEUE", "ingest"))
+
+
 def enqueue_ingest_event(tenant_id: int, event_pk: int, priority: int = 5) -> None:
-    queue = "permissions" if priority == 0 else "ingest"
+    queue = ingest_queue(priority)
     try:
         process_ingest_event.apply_async((tenant_id, event_pk), queue=queue)
     except Exception:  # broker down: the event row stays pending and the sweeper re-queues it
@@ -46,6 +55,36 @@ def apply_event(event: IngestEvent) -> str:
     raise ValueError(f"unknown event kind {event.kind!r}")
 
 
+def apply_overtaken(event: IngestEvent) -> int:
+    """Apply, in recorded order, the item's events that were recorded before ``event`` and still pend.
+
+    Events of one document are applied in the order they were recorded, whatever order their
+    messages arrive in.  An ACL event runs on its own, faster queue, so it can overtake the create
+    of its document; a killed worker leaves an event pending until the sweeper re-queues it while
+    later events of the same document go ahead.  Applied out of order, an ACL event finds no
+    document (and the create then stores its older ACL: a revocation lost), or a re-sent older
+    version is not yet stale and its ACL wins over the newer version's.  The worker crash drill
+    (``benchmarks/sigkill_drill.py``) found both.
+    """
+    older = (
+        IngestEvent.objects.filter(source_id=event.source_id, external_id=event.external_id,
+                                   status=IngestEvent.Status.PENDING)
+        .filter(Q(created_at__lt=event.created_at) | Q(created_at=event.created_at, pk__lt=event.pk))
+        .order_by("created_at", "pk")
+    )  # fmt: skip
+    applied = 0
+    for prior in older:
+        try:
+            outcome, status, error = apply_event(prior), IngestEvent.Status.DONE, ""
+        except (ValueError, LookupError) as exc:
+            outcome, status, error = "failed", IngestEvent.Status.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+        IngestEvent.objects.filter(pk=prior.pk).update(
+            status=status, outcome=outcome, error=error, processed_at=timezone.now(), attempts=F("attempts") + 1
+        )
+        applied += 1
+    return applied
+
+
 @shared_task(bind=True, acks_late=True, max_retries=8, default_retry_delay=5)
 def process_ingest_event(self, tenant_id: int, event_pk: int) -> str:  # type: ignore[no-untyped-def]
     with tenant_context(tenant_id):
@@ -55,6 +94,7 @@ def process_ingest_event(self, tenant_id: int, event_pk: int) -> str:  # type: i
         IngestEvent.objects.filter(pk=event_pk).update(attempts=event.attempts + 1)
     try:
         with tenant_context(tenant_id):
+            apply_overtaken(event)  # per-document FIFO: older pending events of this item first
             outcome = apply_event(event)
             IngestEvent.objects.filter(pk=event_pk).update(
                 status=IngestEvent.Status.DONE, outcome=outcome, processed_at=timezone.now(), error=""
@@ -76,11 +116,22 @@ def process_ingest_event(self, tenant_id: int, event_pk: int) -> str:  # type: i
 
 
 @shared_task(acks_late=True)
-def sweep_pending_events(older_than_seconds: int = 30) -> int:
-    """Re-queue events still pending after a while (lost message, broker outage)."""
+def sweep_pending_events(older_than_seconds: int = 30, tenant_ids: list[int] | None = None,
+                         requeue_window_seconds: int = 0) -> int:  # fmt: skip
+    """Re-queue events still pending after a while (lost message, broker outage).
+
+    ``tenant_ids`` limits the sweep (beat sweeps every tenant; a drill sweeps only its own).
+    ``requeue_window_seconds`` (beat: ``CAIRN_INGEST_SWEEP_REQUEUE_SECONDS``): re-queue one event at
+    most once per window.  A pending event is usually just waiting in a long queue; re-queuing the
+    whole backlog on every sweep adds a copy of it each time (harmless, the task is idempotent, but
+    the copies compete with real work for the worker).  0 = every sweep (direct callers, tests).
+    """
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     queued = 0
-    for tenant_id in Tenant.objects.values_list("id", flat=True):
+    tenants = Tenant.objects.values_list("id", flat=True)
+    if tenant_ids is not None:
+        tenants = tenants.filter(id__in=tenant_ids)
+    for tenant_id in tenants:
         with tenant_context(tenant_id):
             pending = list(
                 IngestEvent.objects.filter(status=IngestEvent.Status.PENDING, created_at__lt=cutoff)
@@ -88,9 +139,21 @@ def sweep_pending_events(older_than_seconds: int = 30) -> int:
                 .values_list("pk", "priority")[:500]
             )
         for pk, priority in pending:
+            if requeue_window_seconds and not _claim_requeue(tenant_id, pk, requeue_window_seconds):
+                continue
             enqueue_ingest_event(tenant_id, pk, priority)
             queued += 1
     return queued
+
+
+def _claim_requeue(tenant_id: int, event_pk: int, window_seconds: int) -> bool:
+    """True when this event was not re-queued within the window (a marker in the Redis cache)."""
+    from django.core.cache import cache
+
+    try:
+        return bool(cache.add(f"ingest-requeued:{tenant_id}:{event_pk}", 1, timeout=window_seconds))
+    except Exception:  # cache down: so is the broker; enqueue_ingest_event logs and the next sweep retries
+        return True
 
 
 def process_pending_inline(tenant_id: int, limit: int = 10_000) -> int:

@@ -18,7 +18,21 @@ def check_secrets(app_configs: Any, **kwargs: Any) -> list[Any]:
     if not settings.CREDENTIALS_KEY:
         errors.append(Error("CAIRN_CREDENTIALS_KEY is not set: connector credentials cannot be encrypted",
                             id="cairn.E002"))  # fmt: skip
+    elif not _is_fernet_key(settings.CREDENTIALS_KEY):
+        # Otherwise the first connector an admin saves fails with a 503 instead of the deploy failing.
+        errors.append(Error("CAIRN_CREDENTIALS_KEY is not a Fernet key (32 url-safe base64-encoded bytes)",
+                            id="cairn.E003"))  # fmt: skip
     return errors
+
+
+def _is_fernet_key(key: str) -> bool:
+    from cryptography.fernet import Fernet
+
+    try:
+        Fernet(key.encode() if isinstance(key, str) else key)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def tenant_tables() -> list[str]:
@@ -35,10 +49,26 @@ def check_rls_and_role(app_configs: Any, databases: Any = None, **kwargs: Any) -
         return []
     problems: list[Any] = []
     with connection.cursor() as cur:
-        cur.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        cur.execute("SELECT rolsuper, rolbypassrls, current_user FROM pg_roles WHERE rolname = current_user")
         row = cur.fetchone()
         if row and (row[0] or row[1]):
             problems.append(Error("the app connects as a superuser or BYPASSRLS role", id="cairn.E010"))
+        else:
+            # Membership is as good as being the role: SET ROLE (or inheritance) lifts RLS again.
+            cur.execute(
+                "SELECT string_agg(r.rolname, ', ' ORDER BY r.rolname) FROM pg_roles r "
+                "WHERE r.rolname <> current_user AND pg_has_role(current_user, r.oid, 'MEMBER') "
+                "AND (r.rolsuper OR r.rolbypassrls OR EXISTS (SELECT 1 FROM pg_class c "
+                "WHERE c.relowner = r.oid AND c.relnamespace = 'public'::regnamespace))"
+            )
+            held = cur.fetchone()[0]
+            if held:
+                problems.append(Error(f"the app role is a member of {held} (a superuser, BYPASSRLS or table-owning "
+                                      "role): it can lift row-level security", id="cairn.E014"))  # fmt: skip
+        expected = getattr(settings, "DATABASE_APP_ROLE", "")
+        if row and expected and row[2] != expected:
+            problems.append(Error(f"the app connects as {row[2]!r}, not as CAIRN_DB_APP_ROLE {expected!r}",
+                                  id="cairn.E013"))  # fmt: skip
         for table in tenant_tables():
             cur.execute(
                 "SELECT c.relrowsecurity, c.relforcerowsecurity, pg_get_userbyid(c.relowner) = current_user "

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from answers.serializers import AuditQuerySerializer, FeedbackRequestSerializer
 from cairn.api import ApiError
+from cairn.openapi import error_responses
 from tenants.audit import do_record_audit_event, export_csv, export_jsonl, export_row, filtered_events
 from tenants.feedback import do_record_feedback, feedback_json
 from tenants.models import Feedback
@@ -41,7 +42,7 @@ def _events(q: dict[str, Any]) -> Any:
 class AuditListView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(parameters=[AuditQuerySerializer], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(parameters=[AuditQuerySerializer], responses={200: OpenApiTypes.OBJECT, **error_responses(400)})
     def get(self, request: Request) -> Response:
         q = _query(request)
         qs = _events(q).order_by("-seq")
@@ -54,7 +55,10 @@ class AuditListView(TenantAPIView):
 class AuditExportView(TenantAPIView):
     admin_only = True
 
-    @extend_schema(parameters=[AuditQuerySerializer], responses={(200, "text/csv"): str})
+    @extend_schema(
+        parameters=[AuditQuerySerializer],
+        responses={(200, "text/csv"): str, (200, "application/x-ndjson"): str, **error_responses(400)},
+    )
     def get(self, request: Request) -> HttpResponseBase:
         q = _query(request)
         rows = list(_events(q)[:EXPORT_MAX_ROWS])
@@ -74,7 +78,7 @@ class AuditExportView(TenantAPIView):
 
 
 class FeedbackView(TenantAPIView):
-    @extend_schema(request=FeedbackRequestSerializer, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=FeedbackRequestSerializer, responses={201: OpenApiTypes.OBJECT, **error_responses(400, 404)})
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
             raise ApiError("invalid_request", "The body must be a JSON object.")
@@ -83,7 +87,7 @@ class FeedbackView(TenantAPIView):
         fb = do_record_feedback(user_id=request.user.pk, **ser.validated_data)
         return Response(feedback_json(fb), status=201)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **error_responses()})
     def get(self, request: Request) -> Response:
         if not self.principal.is_admin:
             raise ApiError("permission_denied", "Tenant admins only.", 403)

@@ -105,3 +105,18 @@ def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(20)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The secret canary (tests/secret_canary.py) watches the whole run: logs, responses, the database.
+    from tests import secret_canary
+
+    secret_canary.register(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # Embedded servers started by drills in this process log their clean-up at exit, after pytest closed
+    # the captured stream the console handler writes to: not an error of the product, so no traceback.
+    import logging
+
+    logging.raiseExceptions = False

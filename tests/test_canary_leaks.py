@@ -40,6 +40,12 @@ def body_text(topic_words: list[str], token: str) -> str:
 
 @pytest.fixture
 def world():
+    return build_world()
+
+
+def build_world():
+    """Three tenants, six users and eight canary documents (also restored from a backup in
+    tests/test_backup_restore.py)."""
     a = do_create_tenant(unique("canary-a"), "A")
     b = do_create_tenant(unique("canary-b"), "B")
     c = do_create_tenant(unique("canary-c"), "C")

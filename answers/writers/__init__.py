@@ -37,9 +37,11 @@ def writer_for_tenant() -> tuple[Any, list[str]]:
     if row.writer == AnswerSettings.Writer.OPENAI_COMPATIBLE:
         from answers.writers.openai_compat import OpenAICompatibleWriter
 
-        return OpenAICompatibleWriter(row.endpoint_url, row.model, decrypt_secret(row.api_key_encrypted)), []
+        return OpenAICompatibleWriter(row.endpoint_url, row.model, decrypt_secret(row.api_key_encrypted),
+                                      timeout=float(settings.CAIRN["WRITER_TIMEOUT_SECONDS"])), []  # fmt: skip
     from answers.writers import llama_local
 
-    if llama_local.available() and row.endpoint_url:
-        return llama_local.LlamaCppWriter(row.endpoint_url), []
+    # The model file comes from the operator's CAIRN_LLM_MODEL_PATH, never from the tenant row.
+    if llama_local.available():
+        return llama_local.LlamaCppWriter(), []
     return default_writer(), ["llama_cpp_unavailable: fell back to the default writer"]

@@ -74,6 +74,9 @@ RESPONSE_SCHEMA: dict[str, Any] = {
     },
 }
 
+# Endpoints that only take the ``json_object`` + ``schema`` response format (see complete_json).
+_SCHEMA_STYLE: dict[str, str] = {}
+
 DATA_OPEN = "<<<DATA"
 DATA_CLOSE = "DATA>>>"
 
@@ -153,21 +156,25 @@ class OpenAICompatibleWriter:
         self._session = build_session(allowed_hosts=[host], timeout=(5.0, timeout), max_response_bytes=2_000_000)
 
     def request_body(self, plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "messages": build_messages(plan, evidence),
-            "temperature": 0,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "cited_answer", "strict": True, "schema": RESPONSE_SCHEMA},
-            },
-        }
+        return self._body(build_messages(plan, evidence), RESPONSE_SCHEMA, "cited_answer")
 
-    def write(self, plan: QueryPlan, evidence: Sequence[EvidenceRecord], *, max_claims: int = 4,
-              info: dict[str, Any] | None = None, **_: Any) -> list[DraftClaim]:  # fmt: skip
+    def _body(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> dict[str, Any]:
+        if _SCHEMA_STYLE.get(self.endpoint_url) == "json_object":
+            response_format: dict[str, Any] = {"type": "json_object", "schema": schema}
+        else:
+            response_format = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+        return {"model": self.model, "messages": messages, "temperature": 0, "response_format": response_format}
+
+    def complete_json(self, messages: list[dict[str, str]], schema: dict[str, Any], *, name: str = "cited_answer",
+                      info: dict[str, Any] | None = None) -> str | None:  # fmt: skip
+        """One schema-constrained chat completion; ``None`` (and ``info["error"]``) when it failed.
+
+        OpenAI, Azure and vLLM take ``response_format: json_schema``; llama.cpp's Python server
+        (and older Ollama) accept only ``json_object`` with a ``schema`` and answer 400/422 to the
+        other form (llama-cpp-python's server with a 500 whose body names ``response_format``): the
+        writer then retries once in that form and remembers it per endpoint.
+        """
         info = info if info is not None else {}
-        if not evidence:
-            return []
         headers = {"Content-Type": "application/json"}
         url = f"{self.endpoint_url}/chat/completions"
         if self._azure_api_version:
@@ -176,22 +183,43 @@ class OpenAICompatibleWriter:
                 headers["api-key"] = self._api_key
         elif self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        try:
-            response = self._session.post(url, json=self.request_body(plan, evidence), headers=headers)
-        except (OutboundHTTPError, OSError, ValueError) as exc:
-            info["error"] = f"endpoint_unreachable: {redact(str(exc))[:200]}"
-            return []
-        except Exception as exc:  # requests' ConnectionError/Timeout: the engine abstains, never 500s
-            info["error"] = f"endpoint_error: {type(exc).__name__}"
-            return []
+        for attempt in (1, 2):
+            try:
+                response = self._session.post(url, json=self._body(messages, schema, name), headers=headers)
+            except (OutboundHTTPError, OSError, ValueError) as exc:
+                info["error"] = f"endpoint_unreachable: {redact(str(exc))[:200]}"
+                return None
+            except Exception as exc:  # requests' ConnectionError/Timeout: the engine abstains, never 500s
+                info["error"] = f"endpoint_error: {type(exc).__name__}"
+                return None
+            if (
+                response.status_code in (400, 422, 500)
+                and attempt == 1
+                and _SCHEMA_STYLE.get(self.endpoint_url) != "json_object"
+                and b"response_format" in response.content[:4000]
+            ):
+                _SCHEMA_STYLE[self.endpoint_url] = "json_object"
+                continue
+            break
         if response.status_code != 200:
             info["error"] = f"http_{response.status_code}"
-            return []
+            return None
         try:
-            body = response.json()
-            content = body["choices"][0]["message"]["content"]
+            content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             info["error"] = "malformed_response"
+            return None
+        return content if isinstance(content, str) else None
+
+    def write(self, plan: QueryPlan, evidence: Sequence[EvidenceRecord], *, max_claims: int = 4,
+              info: dict[str, Any] | None = None, **_: Any) -> list[DraftClaim]:  # fmt: skip
+        info = info if info is not None else {}
+        if not evidence:
+            return []
+        content = self.complete_json(build_messages(plan, evidence), RESPONSE_SCHEMA, info=info)
+        if content is None:
+            if "error" not in info:
+                info["error"] = "malformed_response"
             return []
         claims, error = parse_claims(content)
         if error:

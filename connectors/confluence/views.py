@@ -7,8 +7,6 @@ acknowledged; fetching the page and applying the ops happen in Celery.
 
 from __future__ import annotations
 
-import json
-
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -17,7 +15,7 @@ from django.views.decorators.http import require_POST
 from connectors.actions import do_store_inbound_event
 from connectors.confluence.webhooks import WebhookRejected, parse_event, verify_secret
 from connectors.crypto import decrypt_text
-from connectors.hooks import accepted, body_too_large, error, load_instance, route
+from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
 from tenants.context import tenant_context
 
 
@@ -38,10 +36,13 @@ def webhook(request: HttpRequest, hook_uuid: str, event_name: str) -> HttpRespon
         if not verify_secret(secret, headers=dict(request.headers), query=request.GET):
             return error("invalid_secret", "The webhook secret is missing or wrong.", 401)
         try:
-            event = parse_event(event_name, request.body)
-        except WebhookRejected as exc:
+            # Parsed once, by the helper that refuses what jsonb cannot store: the stored payload
+            # is then exactly the body that was checked.
+            payload = parse_json_body(request.body)
+            event = parse_event(event_name, payload)
+        except (BadJson, WebhookRejected) as exc:
             return error("invalid_event", str(exc), 400)
-        stored = do_store_inbound_event(instance, event.event_id, event.event, json.loads(request.body))
+        stored = do_store_inbound_event(instance, event.event_id, event.event, payload)
         if stored is None:
             return accepted("duplicate")
         pk = stored.pk

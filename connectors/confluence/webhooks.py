@@ -102,7 +102,8 @@ def parse_event(path: str, body: bytes | str | Mapping[str, Any]) -> WebhookEven
     if not isinstance(content, Mapping) or content.get("id") in (None, ""):
         raise WebhookRejected(f"webhook body has no {key}.id")
     content_id = str(content["id"])
-    if not content_id.isdigit():  # Confluence content ids are numeric; anything else is not theirs
+    # Confluence content ids are ASCII digits; str.isdigit alone would also take "²" or "١٢٣".
+    if not (content_id.isascii() and content_id.isdigit()):
         raise WebhookRejected("webhook content id is not numeric")
     version = _int_or_none(content.get("version"))
     timestamp = _int_or_none(payload.get("timestamp")) or _int_or_none(content.get("modificationDate"))
@@ -131,5 +132,5 @@ def _int_or_none(value: object) -> int | None:
         return None
     try:
         return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
         return None

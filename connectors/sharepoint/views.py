@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_text
-from connectors.hooks import accepted, body_too_large, error, load_instance, route
+from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
 from connectors.models import InboundEvent, SyncState
 from connectors.sharepoint.notifications import LifecycleAction, handle_notifications, validation_reply
 from connectors.sharepoint.subscriptions import do_request_subscription_work
@@ -51,16 +51,21 @@ def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     found = route("sharepoint", hook_uuid)
     if found is None:
         return error("unknown_connector", "No such connector.", 404)
+    # Graph percent-encodes the token as UTF-8; Django would decode the query string with the
+    # charset of the *body*'s Content-Type, so "charset=latin-1" would change the echoed token.
+    request.encoding = "utf-8"
     reply = validation_reply(request.GET)
+    if reply is not None and reply.status >= 400:
+        return error("invalid_validation_token", "The validationToken is empty or too long.", 400)
     if reply is not None:
         response = HttpResponse(reply.body, content_type=reply.content_type, status=reply.status)
         for name, value in reply.headers:
             response[name] = value
         return response
     try:
-        payload = json.loads(request.body)
-    except ValueError:
-        return error("invalid_json", "The body is not JSON.", 400)
+        payload = parse_json_body(request.body)
+    except BadJson as exc:
+        return error("invalid_json", str(exc), 400)
     if not isinstance(payload, dict) or not isinstance(payload.get("value"), list):
         return error("invalid_notification", "Expected a changeNotificationCollection.", 400)
     tenant_id, instance_pk = found
@@ -83,9 +88,12 @@ def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
         last_run = (
             SyncState.objects.filter(instance=instance, mode="incremental").values_list("started_at", flat=True).first()
         )
+        # The body is hashed once, not once per notification: a batch of n notifications would
+        # otherwise serialise the whole body n times (quadratic in the body size).
+        body_digest = hashlib.sha256(json.dumps(payload["value"], sort_keys=True).encode()).hexdigest()
         for item in [*batch.deltas, *batch.lifecycle]:
             kind = "graph" if item in batch.deltas else "graph_lifecycle"
-            raw = json.dumps([item.dedupe_key, payload["value"], str(last_run)], sort_keys=True, default=str)
+            raw = json.dumps([item.dedupe_key, body_digest, str(last_run)])
             event = do_store_inbound_event(instance, hashlib.sha256(raw.encode()).hexdigest(), kind,
                                            {"dedupe_key": item.dedupe_key, "subscription": item.subscription_id})  # fmt: skip
             if event is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -46,6 +47,10 @@ MAX_BODY_BYTES = 200_000
 MAX_QUESTION_CHARS = 1000
 MAX_CHANNEL_MEMBERS = 1000  # larger audiences are refused in-channel (offer ephemeral instead)
 SLACK_SYSTEM_USERS = frozenset({"USLACKBOT"})
+# Slack user / channel / team ids ("U024BE7LH", "C0GENERAL", "D0DM"); anything else in a request is
+# not Slack's, and NUL or control characters would otherwise reach queries, cache keys and jobs.
+SLACK_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+TRACE_ID = re.compile(r"[0-9a-f]{32}")  # as the answer views and the feedback API issue them
 LINK_HELP = (
     "I can't answer yet: your Slack account is not linked to a Cairn account. "
     "Ask your Cairn administrator to link it (Admin console → People → External identities), "
@@ -408,10 +413,10 @@ def handle_bot_event(instance: Any, event: Mapping[str, Any]) -> str:
 
     if event.get("bot_id") or event.get("subtype"):
         return "ignored"  # our own posts, edits, joins: never answer a bot (loops)
-    user, channel = str(event.get("user") or ""), str(event.get("channel") or "")
-    text = _strip_mentions(str(event.get("text") or ""))
-    if not user or not channel:
-        return "ignored"
+    user, channel, raw_text = event.get("user"), event.get("channel"), event.get("text")
+    if not (_is_slack_id(user) and _is_slack_id(channel)) or not isinstance(raw_text, (str, type(None))):
+        return "ignored"  # not the shape Slack sends: never queue work for it
+    text = _strip_mentions(raw_text or "")
     tenant_id = require_tenant_id()
     is_dm = event.get("channel_type") == "im" or channel.startswith("D")
     thread_ts = str(event.get("thread_ts") or event.get("ts") or "") or None
@@ -467,8 +472,20 @@ def _form(request: HttpRequest) -> dict[str, str]:
     return {k: v[0] for k, v in parsed.items()}
 
 
-def _ephemeral(text: str, status: int = 200) -> JsonResponse:
-    return JsonResponse({"response_type": "ephemeral", "text": text}, status=status)
+def _is_slack_id(value: Any) -> bool:
+    return isinstance(value, str) and SLACK_ID.fullmatch(value) is not None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A sub-object of an untrusted payload, or {} when it has another type."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _ephemeral(text: str, status: int = 200, code: str = "") -> JsonResponse:
+    body: dict[str, Any] = {"response_type": "ephemeral", "text": text}
+    if code:  # a refusal also carries the machine-readable error (Slack shows only ``text``)
+        body["error"] = {"code": code, "message": text}
+    return JsonResponse(body, status=status)
 
 
 @csrf_exempt
@@ -488,11 +505,11 @@ def slash_command(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     form = _form(request)
     team = instance.config.get("team_id")
     if team and form.get("team_id") not in (None, "", team):
-        return _ephemeral("This workspace is not connected to Cairn.", 403)
+        return _ephemeral("This workspace is not connected to Cairn.", 403, "wrong_workspace")
     user, channel = form.get("user_id", ""), form.get("channel_id", "")
     text = " ".join(form.get("text", "").split())
-    if not user or not channel:
-        return _ephemeral("Malformed slash command.", 400)
+    if not _is_slack_id(user) or not _is_slack_id(channel):
+        return _ephemeral("Malformed slash command.", 400, "invalid_command")
     private = False
     for flag in ("--me", "-me", "--private"):
         if text.startswith(flag + " ") or text == flag:
@@ -527,25 +544,39 @@ def interactivity(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     if isinstance(checked, HttpResponse):
         return checked
     tenant_id, instance = checked
+    from connectors.hooks import BadJson, parse_json_body
+
     try:
-        payload = json.loads(_form(request).get("payload", ""))
-    except ValueError:
-        return JsonResponse({"error": {"code": "invalid_payload", "message": "payload is not JSON"}}, status=400)
+        payload = parse_json_body(_form(request).get("payload", ""))
+    except BadJson as exc:
+        return JsonResponse({"error": {"code": "invalid_payload", "message": f"payload: {exc}"}}, status=400)
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         return HttpResponse(status=200)  # other interaction types: acknowledged, nothing to do
-    slack_user = str((payload.get("user") or {}).get("id") or "")
-    channel = str((payload.get("channel") or {}).get("id") or (payload.get("container") or {}).get("channel_id") or "")
-    thread_ts = (payload.get("container") or {}).get("thread_ts") or (payload.get("message") or {}).get("thread_ts")
+    # Every sub-object is untrusted: a wrong type reads as absent instead of raising (a 500).
+    container = _mapping(payload.get("container"))
+    slack_user = _mapping(payload.get("user")).get("id") or ""
+    channel = _mapping(payload.get("channel")).get("id") or container.get("channel_id") or ""
+    if not (slack_user == "" or _is_slack_id(slack_user)) or not (channel == "" or _is_slack_id(channel)):
+        return JsonResponse({"error": {"code": "invalid_payload", "message": "malformed user or channel id"}},
+                            status=400)  # fmt: skip
+    thread_ts = container.get("thread_ts") or _mapping(payload.get("message")).get("thread_ts")
+    thread_ts = thread_ts if isinstance(thread_ts, str) and SLACK_ID.fullmatch(thread_ts) else None
+    actions = payload.get("actions")
     results: list[str] = []
     with tenant_context(tenant_id):
         user = cairn_user_for(slack_user)
         if user is None:
             return _ephemeral(LINK_HELP)
-        for action in payload.get("actions") or []:
+        for action in actions if isinstance(actions, list) else []:
+            if not isinstance(action, Mapping):
+                continue
             action_id = str(action.get("action_id") or "")
+            raw_value = action.get("value") or "{}"
             try:
-                value = json.loads(action.get("value") or "{}")
-            except ValueError:
+                value = parse_json_body(raw_value) if isinstance(raw_value, str) else None
+            except BadJson:
+                continue
+            if not isinstance(value, dict):
                 continue
             if action_id.startswith("cairn_feedback_"):
                 results.append(_record_feedback(user, value))
@@ -567,8 +598,12 @@ def _record_feedback(user: Any, value: Mapping[str, Any]) -> str:
     from tenants.audit import do_record_audit_event
     from tenants.feedback import do_record_feedback
 
-    verdict, trace_id = str(value.get("verdict") or ""), str(value.get("trace_id") or "")
-    if verdict not in ("wrong", "unsupported", "stale") or not trace_id:
+    verdict, trace_id = value.get("verdict"), value.get("trace_id")
+    if (
+        verdict not in ("wrong", "unsupported", "stale")
+        or not isinstance(trace_id, str)
+        or not TRACE_ID.fullmatch(trace_id)
+    ):
         return "invalid"
     try:
         # A whole-answer flag: bound to the audited answer this same user received.

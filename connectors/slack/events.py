@@ -81,7 +81,8 @@ def verify_signature(secrets: Sequence[str], timestamp: str, body: bytes, signat
         return False
     if len(usable) > MAX_SIGNING_SECRETS:
         raise ValueError(f"at most {MAX_SIGNING_SECRETS} signing secrets (current and previous)")
-    if not timestamp or not timestamp.isascii() or not timestamp.isdigit():
+    # The length cap comes first: int() of a string over 4,300 digits raises instead of failing.
+    if not timestamp or len(timestamp) > 20 or not timestamp.isascii() or not timestamp.isdigit():
         return False
     if abs(now - int(timestamp)) > MAX_CLOCK_SKEW_S:
         return False  # a replay, or a clock we cannot trust

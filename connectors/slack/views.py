@@ -9,7 +9,6 @@ installed (``connectors.slack.bot.handle_bot_event``), after they were stored.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -20,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_json
-from connectors.hooks import accepted, body_too_large, error, load_instance, route
+from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
 from connectors.slack.events import verify_signature
 from connectors.slack.factory import signing_secrets
 from tenants.context import tenant_context
@@ -70,9 +69,9 @@ def events(request: HttpRequest, hook_uuid: str) -> HttpResponse:
         if not ok:
             return error("invalid_signature", "The request signature is missing, wrong or too old.", 401)
         try:
-            payload = json.loads(body)
-        except ValueError:
-            return error("invalid_json", "The body is not JSON.", 400)
+            payload = parse_json_body(body)
+        except BadJson as exc:
+            return error("invalid_json", str(exc), 400)
         if not isinstance(payload, dict):
             return error("invalid_event", "Expected a JSON object.", 400)
         if payload.get("type") == "url_verification":
@@ -81,7 +80,9 @@ def events(request: HttpRequest, hook_uuid: str) -> HttpResponse:
         if team and payload.get("team_id") not in (None, team):
             return error("wrong_workspace", "This event belongs to another workspace.", 403)
         event_id = payload.get("event_id")
-        if payload.get("type") != "event_callback" or not isinstance(event_id, str) or not event_id:
+        # The inbox keeps 200 characters of an id: a longer one would be cut and could then collide
+        # with another event's id (and be dropped as its duplicate).  Slack's ids are short.
+        if payload.get("type") != "event_callback" or not isinstance(event_id, str) or not 0 < len(event_id) <= 200:
             return error("invalid_event", "Expected an event_callback with an event_id.", 400)
         stored = do_store_inbound_event(instance, event_id, "slack", payload)
         if stored is None:

@@ -147,13 +147,14 @@
     this.sourcesPanel.hidden = false;
   };
 
-  Turn.prototype.onClaim = function (claim) {
+  Turn.prototype.onClaim = function (claim, index) {
     var self = this;
     if (!claim || !claim.text) return;
     if (!this.gotClaim) this.state.textContent = "Answer (each sentence quotes the source marked after it):";
     this.gotClaim = true;
     this.claims.push(claim);
-    var li = el("li", { className: "claim", "data-claim-id": claim.id || "" });
+    var li = el("li", { className: "claim", "data-claim-id": claim.id || "",
+      "data-claim-index": String(index === undefined ? this.claims.length - 1 : index) });
     li.appendChild(el("span", { className: "claim-text" }, claim.text));
     if (claim.view) li.appendChild(el("span", { className: "view-label" }, " (" + claim.view + ")"));
     (claim.citations || []).forEach(function (c) {
@@ -176,6 +177,24 @@
     li.appendChild(this.flagControl({ claim_id: claim.id, claim_text: claim.text,
       evidence_id: ((claim.citations || [])[0] || {}).evidence_id }, "this claim"));
     this.claimList.appendChild(li);
+  };
+
+  // A later stage (conflicts, abstention) withdrew a claim that was already shown.
+  Turn.prototype.claimNode = function (index) {
+    return this.claimList.querySelector('li.claim[data-claim-index="' + String(Number(index)) + '"]');
+  };
+
+  Turn.prototype.onRetract = function (data) {
+    var li = this.claimNode(data.index);
+    if (li) li.remove();
+    if (!this.claimList.querySelector("li.claim")) this.gotClaim = false;
+  };
+
+  // The conflict stage labelled a shown claim (e.g. one of two equal-rank views, with its date).
+  Turn.prototype.onAnnotate = function (data) {
+    var li = this.claimNode(data.index);
+    if (!li || !data.view || li.querySelector(".view-label")) return;
+    li.insertBefore(el("span", { className: "view-label" }, " (" + data.view + ")"), li.querySelector(".claim-text").nextSibling);
   };
 
   Turn.prototype.flagControl = function (target, what) {
@@ -330,7 +349,9 @@
         if (data.results) this.lastResults = data.results;
         if (data.conflict) this.conflict = data.conflict;
         this.onSources(data.evidence || data.sources || data); break;
-      case "claim": this.onClaim(data.claim || data); break;
+      case "claim": this.onClaim(data.claim || data, data.index); break;
+      case "retract": this.onRetract(data); break;
+      case "annotate": this.onAnnotate(data); break;
       case "claims": var self = this; (data.claims || data).forEach(function (c) { self.onClaim(c); }); break;
       case "done": this.onDone(data); break;
       case "error": this.onError(data); break;

@@ -95,3 +95,21 @@ def test_the_model_writer_keeps_passages_out_of_the_system_message_and_rejects_o
         '{"answerable": true, "claims": [{"text": "x", "citations": [{"evidence_id": "S1", "quote": "y"}]}]}'
     )
     assert err is None and claims[0].citations[0].evidence_id == "S1"
+
+
+def test_views_added_by_the_conflict_stage_never_reuse_a_kept_claims_id() -> None:
+    from answers.conflicts import find_conflicts
+
+    a = replace(ev("A", "The VPN gateway listens on port 51820 for all staff."), document_id=1)
+    b = replace(ev("B", "The VPN gateway listens on port 1194 for all staff."), document_id=2)
+    other = replace(ev("O", "Expense reports are due within 30 days of travel."), document_id=3)
+    plan = plan_question("Which port does the VPN gateway listen on?", datetime(2026, 1, 1, tzinfo=UTC))
+    # c2 was dropped by verification earlier: the kept claims are c1 and c3.
+    kept = [
+        DraftClaim("c1", a.text, (Citation("A", a.text),)),
+        DraftClaim("c3", other.text, (Citation("O", other.text),)),
+    ]
+    report = find_conflicts(plan, kept, [a, b, other])
+    assert report.pairs and report.add_claims
+    assert {c.id for c in report.add_claims}.isdisjoint({"c1", "c2", "c3"})
+    assert len({c.id for c in report.add_claims}) == len(report.add_claims)

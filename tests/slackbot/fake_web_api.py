@@ -17,7 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-TOKEN = "xoxb-bot-test-token"
+from tests.secret_canary import secret
+
+TOKEN = secret("xoxb-bot-test-token")  # carries the run's secret canary (tests/secret_canary.py)
 
 
 @dataclass

@@ -19,9 +19,11 @@ from connectors.slack.events import sign
 from tenants.context import tenant_context
 from tests.conftest import ingest_inline, unique
 from tests.factories import enqueue, make_doc, source_for
+from tests.secret_canary import secret
 from tests.slackbot.fake_web_api import TOKEN, FakeWebApi, serve
 
-SECRET, OLD_SECRET = "signing-secret-current", "signing-secret-previous"
+# Both carry the run's secret canary (tests/secret_canary.py).
+SECRET, OLD_SECRET = secret("signing-secret-current"), secret("signing-secret-previous")
 
 
 @dataclass

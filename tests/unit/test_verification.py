@@ -189,6 +189,63 @@ def test_a_claim_summarising_part_of_a_quote_is_supported() -> None:
     assert support_label("Parallel apply cuts replication lag.", S3)[0] == "supported"
 
 
+def test_a_claim_that_moves_the_other_way_than_its_quote_is_contradicted() -> None:
+    label, reasons = support_label(
+        "Metformin increases fibrosis in the lungs.", "Metformin reduces fibrosis in the lungs."
+    )
+    assert label == "contradicted"
+    assert "direction_mismatch" in reasons
+
+
+def test_an_acronym_written_out_in_the_quote_counts_as_the_same_entity() -> None:
+    _, reasons = support_label("DCs present antigen to T cells.", "Dendritic cells present antigen to T cells.")
+    assert not any(r.startswith("entity_missing") for r in reasons)
+
+
+# The MiniLM embedder from the installed model files (no Django needed; loaded once for the module).
+@pytest.fixture(scope="module")
+def minilm():
+    from retrieval.embedder import MiniLMOnnxEmbedder
+
+    return MiniLMOnnxEmbedder(threads=1)
+
+
+def test_with_embeddings_a_close_paraphrase_is_supported(minilm) -> None:
+    claim_text, quote = (
+        "Aspirin lowers the risk of heart attacks.",
+        "Taking aspirin reduces the risk of myocardial infarction.",
+    )
+    assert support_label(claim_text, quote)[0] == "unsupported"  # too few shared words for the lexical check alone
+    label, reasons = support_label(claim_text, quote, embedder=minilm)
+    assert label == "supported"
+    assert any(r.startswith("similarity=") for r in reasons)
+
+
+def test_with_embeddings_the_seed_claim_is_still_not_supported(minilm) -> None:
+    label, reasons = support_label("Parallel apply removes replication lag entirely.", "cuts replication lag a lot",
+                                   embedder=minilm)  # fmt: skip
+    assert label != "supported"
+    assert "escalation:entirely" in reasons
+
+
+def test_with_embeddings_a_missing_entity_and_a_flipped_direction_still_decide(minilm) -> None:
+    assert support_label("The VPN at Acme requires MFA.", "The VPN requires MFA.", embedder=minilm)[0] != "supported"
+    label, _ = support_label("Metformin increases fibrosis.", "Metformin reduces fibrosis.", embedder=minilm)
+    assert label == "contradicted"
+
+
+def test_with_embeddings_an_unrelated_quote_is_unsupported(minilm) -> None:
+    label, _ = support_label("Quarterly revenue grew in EMEA.", "The office moved to a new building.", embedder=minilm)
+    assert label == "unsupported"
+
+
+def test_verify_claim_uses_the_embedder_it_is_given(minilm) -> None:
+    c = claim("Parallel apply reduces replication lag for big transactions.", ("S3", S3))
+    assert verify_claim(c, EVIDENCE, make_plan(), authorised_ids=ALL_IDS).support != "supported"
+    result = verify_claim(c, EVIDENCE, make_plan(), authorised_ids=ALL_IDS, embedder=minilm)
+    assert result.support == "supported" and result.method == "lexical-fallback" and result.kept
+
+
 # --------------------------------------------------------------------------- verify_claim
 
 

@@ -28,6 +28,10 @@ class Command(BaseCommand):
         parser.add_argument("--depth", type=int, default=None, help="reranking depth (default: the suite's)")
         parser.add_argument("--fresh", action="store_true", help="ingest into a new evaluation tenant")
         parser.add_argument("--no-progress", action="store_true")
+        # Verifier suite only: the SciFact claims split (thresholds were tuned on dev) and an optional judge.
+        parser.add_argument("--split", default="dev", choices=("dev", "train"), help="verifier: SciFact claims split")
+        parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
+        parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         suite = opts["suite"]
@@ -38,7 +42,8 @@ class Command(BaseCommand):
         from retrieval.evaluation.report import write
 
         result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
-                            fresh=opts["fresh"])  # fmt: skip
+                            fresh=opts["fresh"], split=opts["split"], judge_url=opts["judge_url"],
+                            judge_model=opts["judge_model"])  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         files = write(result, command, out)
         self.stdout.write(result.markdown)

@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from tests.secret_canary import secret
+
+# The API token carries the run's secret canary (tests/secret_canary.py).
+TOKEN = secret("tok")
 FIXTURES = Path(__file__).resolve().parents[3] / "connectors" / "confluence" / "fixtures"
 
 
@@ -31,7 +35,7 @@ class Recorded:
 
 
 class FakeConfluence:
-    def __init__(self, *, email: str = "svc@acme.example", token: str = "tok-123") -> None:
+    def __init__(self, *, email: str = "svc@acme.example", token: str = TOKEN) -> None:
         self.json: dict[str, Any] = {}
         self.blobs: dict[str, bytes] = {}
         for file in FIXTURES.rglob("*"):

@@ -21,7 +21,7 @@ from connectors.base import (
 )
 from connectors.confluence import ConfluenceConnector, ConfluenceSettings, parse_event, verify_secret
 from connectors.confluence.mapping import STORAGE_MEDIA_TYPE
-from tests.connectors.confluence.fake_confluence import FakeConfluence
+from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, CAROL, Index
 
 ENG_PAGES = {f"page:{n}" for n in range(101, 108)}
@@ -46,7 +46,7 @@ def make_connector(site: FakeConfluence, **overrides: object) -> ConfluenceConne
     settings = ConfluenceSettings(
         site_url=site.url,
         email="svc@acme.example",
-        api_token="tok-123",
+        api_token=TOKEN,
         page_size=2,  # small pages so every listing paginates
         **overrides,  # type: ignore[arg-type]
     )
@@ -256,7 +256,7 @@ def test_a_finished_run_restarts_from_scratch_and_hands_its_start_to_incremental
 ) -> None:
     start = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
     connector = ConfluenceConnector(
-        ConfluenceSettings(site_url=site.url, email="svc@acme.example", api_token="tok-123", page_size=2),
+        ConfluenceSettings(site_url=site.url, email="svc@acme.example", api_token=TOKEN, page_size=2),
         session=requests.Session(),
         now=lambda: start,
     )
@@ -277,7 +277,7 @@ def test_incremental_sync_picks_up_an_edit_since_the_last_run_minus_the_overlap(
         ConfluenceSettings(
             site_url=site.url,
             email="svc@acme.example",
-            api_token="tok-123",
+            api_token=TOKEN,
             page_size=2,
             incremental_overlap=timedelta(minutes=30),
         ),

@@ -20,7 +20,7 @@ from connectors.confluence.webhooks import (
     parse_event,
     verify_secret,
 )
-from tests.connectors.confluence.fake_confluence import FakeConfluence
+from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, can_read
 
 REPO = Path(__file__).resolve().parents[3]
@@ -112,7 +112,7 @@ def test_without_cairn_http_the_client_still_waits_out_a_fractional_retry_after(
         from connectors.confluence import client
         assert client._request_with_retries is None
         c = client.ConfluenceClient({site.url!r}, session=requests.Session(),
-                                    email="svc@acme.example", api_token="tok-123")
+                                    email="svc@acme.example", api_token={TOKEN!r})
         started = time.monotonic()
         title = c.get_json("/wiki/api/v2/pages/103", {{"body-format": "storage"}})["title"]
         print(title, time.monotonic() - started >= 0.3)

@@ -13,7 +13,7 @@ from connectors.tasks import process_inbound_event
 from retrieval.tasks import process_pending_inline
 from tenants.context import tenant_context
 from tests.conftest import unique
-from tests.connectors.confluence.fake_confluence import FakeConfluence
+from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
 from tests.connectors.integration.helpers import (
     documents,
@@ -63,7 +63,7 @@ def _private_queue(settings) -> None:  # type: ignore[no-untyped-def]
 def _instance(cast, site):  # type: ignore[no-untyped-def]
     instance = make_instance(
         cast.tenant_a.pk, "confluence", unique("wiki"), {"site_url": site.url, "page_size": 2},
-        {"email": "svc@acme.example", "api_token": "tok-123"},
+        {"email": "svc@acme.example", "api_token": TOKEN},
     )  # fmt: skip
     map_identities(cast.tenant_a.pk, {ALICE: cast.alice, BOB: cast.bob, CAROL: cast.carol})
     return instance
@@ -147,3 +147,21 @@ def _drain(tenant_id: int) -> None:
     for pk in pending:
         process_inbound_event(tenant_id, pk)
     process_pending_inline(tenant_id)
+
+
+def test_a_webhook_event_fails_visibly_instead_of_retrying_forever_when_confluence_rejects_the_token(
+    cast, site
+) -> None:
+    instance = make_instance(
+        cast.tenant_a.pk, "confluence", unique("wiki"), {"site_url": site.url, "page_size": 2},
+        {"email": "svc@acme.example", "api_token": "revoked-token"},
+    )  # fmt: skip
+    with tenant_context(cast.tenant_a.pk):
+        secret = decrypt_text(instance.webhook_secret_encrypted)
+    assert _hook(instance, "page_updated", 107, 3, 1717243200000, secret).status_code == 200
+    with tenant_context(cast.tenant_a.pk):
+        pk = InboundEvent.objects.get(instance=instance).pk
+    assert process_inbound_event(cast.tenant_a.pk, pk) == "failed"
+    with tenant_context(cast.tenant_a.pk):
+        event = InboundEvent.objects.get(pk=pk)
+    assert event.status == "failed" and "rejected" in event.error and "revoked-token" not in event.error

@@ -23,7 +23,7 @@ from retrieval.models import Chunk, IngestEvent
 from retrieval.tasks import process_pending_inline
 from tenants.context import tenant_context
 from tests.conftest import ROOT, unique
-from tests.connectors.confluence.fake_confluence import FakeConfluence
+from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
 from tests.connectors.integration.helpers import (
     documents,
@@ -86,7 +86,7 @@ def test_it_resumes_a_killed_full_sync_and_ends_exactly_like_an_uninterrupted_ru
     settings.CAIRN = {**settings.CAIRN, "CONNECTOR_QUEUE": queue}
     tenant = cast.tenant_a.pk
     instance = make_instance(tenant, "confluence", unique("wiki"), {"site_url": slow_site.url, "page_size": 1},
-                             {"email": "svc@acme.example", "api_token": "tok-123"})  # fmt: skip
+                             {"email": "svc@acme.example", "api_token": TOKEN})  # fmt: skip
     map_identities(tenant, {ALICE: cast.alice, BOB: cast.bob, CAROL: cast.carol})
     worker = start_worker(queue)
     try:

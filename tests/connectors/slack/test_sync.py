@@ -282,7 +282,10 @@ def test_history_pacing_spaces_consecutive_history_calls(server: FakeSlackServer
 
     times = [t for t, _, _ in server.fake.calls_to("conversations.history")]
     assert len(times) >= 3
-    assert all(b - a >= 0.19 for a, b in itertools.pairwise(times))
+    # Arrival times at the fake server carry scheduling jitter on a loaded machine (a request sent on time
+    # can be read tens of ms late, the next one promptly); unpaced calls arrive a few ms apart.
+    assert all(b - a >= 0.12 for a, b in itertools.pairwise(times))
+    assert times[-1] - times[0] >= 0.2 * (len(times) - 1) - 0.1
 
 
 def test_slim_listing_lists_every_indexed_message(server: FakeSlackServer) -> None:
