@@ -574,7 +574,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     # ---- conflicts between what survived and the other sources; new views are verified like any claim
     kept_drafts = [o.draft for o in outcomes if o.kept]
     report = find_conflicts(plan, kept_drafts, records) if mode == "answer" and not multi_hop else None
-    conflict = conflict_section(report) if report else {"status": "none", "pairs": [], "statement": ""}
+    conflict: dict[str, Any] = conflict_section(report) if report else {"status": "none", "pairs": [], "statement": ""}
     if report is not None and report.pairs:
         by_id = {e.id: e for e in records}
         outcomes = [replace(o, kept=False) if o.kept and o.draft.id in report.remove_claim_ids else o for o in outcomes]

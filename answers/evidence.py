@@ -121,14 +121,14 @@ def build_evidence(
     df: Counter[str] = Counter()
     n = 0
     for sents in sentences.values():
-        for s in sents:
-            df.update(s.terms)
+        for sent in sents:
+            df.update(sent.terms)
             n += 1
     idf = {t: math.log(1.0 + max(n, 1) / (df[t] if df[t] else 0.5)) for t in q_terms}
     total = sum(idf.values()) or 1.0
     for sents in sentences.values():
-        for s in sents:
-            s.score = 0.0 if s.instruction else sum(idf[t] for t in q_terms if t in s.terms) / total
+        for sent in sents:
+            sent.score = 0.0 if sent.instruction else sum(idf[t] for t in q_terms if t in sent.terms) / total
 
     candidates: list[tuple[float, int, int, EvidenceRecord]] = []
     for rank, doc_id in enumerate(order):
@@ -210,7 +210,7 @@ def build_evidence(
             continue
         kept.append(rec)
         used_tokens += cost
-    trace = {
+    trace: dict[str, object] = {
         "token_budget": token_budget,
         "tokens_used": used_tokens,
         "passages": len(kept),

@@ -130,6 +130,7 @@ def run_multi_hop(plan: QueryPlan, search: Searcher, *, doc_texts: Callable[[lis
         if result.retrievals >= MAX_RETRIEVALS:
             result.failed_at = hop.id
             break
+        violations: tuple[str, ...]
         query, violations = hop.query, ()
         if hop.depends_on:
             rec = checked_rewrite(plan.parsed, f"hop:{hop.id}", hop.query.replace("{value}", value))

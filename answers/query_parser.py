@@ -500,6 +500,7 @@ def _resolve_time(m: re.Match[str], today: date) -> tuple[date | None, date | No
             return today - timedelta(days=n), tomorrow
         if unit == "week":
             return today - timedelta(weeks=n), tomorrow
+        months: int | None  # the "past <unit>" branch below reuses the name for an optional lookup
         months = {"month": 1, "quarter": 3, "year": 12}[unit] * n
         return _add_months(today, -months), tomorrow
     if m.group("quarter"):

@@ -197,8 +197,8 @@ class OutboundGuard:
             return real_connect_ex(sock, address)
 
         socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
-        socket.socket.connect = connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        socket.socket.connect = connect  # type: ignore[method-assign, assignment]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign, assignment]
         try:
             yield self
         finally:

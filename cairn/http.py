@@ -635,7 +635,8 @@ class HardenedSession(requests.Session):
         kwargs["timeout"] = _complete_timeout(kwargs.get("timeout"), self.default_timeout)
         return super().send(request, **kwargs)
 
-    def resolve_redirects(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    # requests annotates a Generator; this returns an empty plain iterator, which is all requests consumes.
+    def resolve_redirects(self, *args: Any, **kwargs: Any) -> Iterator[Any]:  # type: ignore[override]
         # Disabled: requests calls this even with allow_redirects=False (to precompute Response.next),
         # and it would read redirect bodies and build unvalidated follow-up requests.
         return iter(())

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "install":
         if not args.model_only:
             install_runtime()
-        path = assemble_model(args.dest)
+        path: Path | None = assemble_model(args.dest)
         print(f"[cairn.llm] set CAIRN_LLM_MODEL_PATH={path} and choose the llama_cpp writer per tenant")
         return 0
     path = configured_model_path()

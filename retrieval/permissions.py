@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from django.core.cache import cache
 from django.db import connection
@@ -144,7 +146,8 @@ def permission_context(user: User) -> PermissionContext:
     key = f"perm:{tenant_id}:{user.pk}:{version}"
     cached = _cache_get(key)
     if cached is not None:
-        principals, ids = cached
+        # cast: only _cache_set below writes this key, always as (sorted principals, acl set ids)
+        principals, ids = cast(tuple[Iterable[str], Iterable[int]], cached)
         return PermissionContext(tenant_id, user.pk, frozenset(principals), tuple(ids), fingerprint_of(tuple(ids)),
                                  version)  # fmt: skip
     principals = user_principals(user)

@@ -97,7 +97,8 @@ def hybrid_search(perm: PermissionContext, queries: list[str], filters: SearchFi
     parallel = bool(settings.CAIRN.get("RETRIEVAL_PARALLEL_LEGS", True))
     futures: dict[str, Future[LegResult] | LegResult] = {}
 
-    def submit(name: str, fn: Callable[[], LegResult]) -> None:
+    # Callable[...]: the lexical legs are lambdas binding their query through a default argument.
+    def submit(name: str, fn: Callable[..., LegResult]) -> None:
         futures[name] = _pool.submit(_in_tenant, tid, fn) if parallel else fn()
 
     seen: set[str] = set()

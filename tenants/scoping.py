@@ -28,6 +28,7 @@ class TenantManager(models.Manager):
 
 class TenantScopedModel(models.Model):
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.CASCADE, related_name="+")
+    tenant_id: int | None  # the FK's column attribute, created by Django (declared for the type checker only)
 
     objects = TenantManager()
     unscoped_across_tenants = models.Manager()

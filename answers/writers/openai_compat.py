@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
@@ -87,7 +88,10 @@ def build_messages(plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> list[
         {
             "evidence_id": e.id,
             "title": e.title,
-            "date": (e.updated_at or e.created_at).date().isoformat() if (e.updated_at or e.created_at) else None,
+            # cast: the condition already excludes None; mypy cannot narrow the `or` expression
+            "date": cast(datetime, e.updated_at or e.created_at).date().isoformat()
+            if (e.updated_at or e.created_at)
+            else None,
             "version": e.version_label or None,
             "authority": e.authority or None,
             "text": e.text,

@@ -131,6 +131,6 @@ def _int_or_none(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     try:
-        return int(value)  # type: ignore[arg-type]
+        return int(value)  # type: ignore[call-overload]  # any object on purpose: int() failures mean "not an int"
     except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
         return None

@@ -16,7 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
 LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -199,7 +199,8 @@ def confluence_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int,
     v2, v1 = "/wiki/api/v2/", "/wiki/rest/api/"
     if path == v2 + "spaces":
         rows = [{"id": sid, "key": key, "name": key.title(), "type": "global", "status": "current",
-                 "homepageId": (ex.space_pages[key] or [None])[0], "_links": {"webui": f"/spaces/{key}"}}
+                 "homepageId": (cast("list[str | None]", ex.space_pages[key]) or [None])[0],
+                 "_links": {"webui": f"/spaces/{key}"}}
                 for key, sid in SPACES.items()]  # fmt: skip
         if query.get("keys"):
             rows = [row for row in rows if row["key"] in query["keys"].split(",")]
@@ -252,7 +253,7 @@ def confluence_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int,
         return (200, _user(ex, user)) if user else (404, {"message": "No user"})
     if path == v1 + "content/search":
         keys = set(re.findall(r"space\s*(?:=|in)\s*\(?\"?(\w+)", query.get("cql", ""))) or set(SPACES)
-        hits = [{"id": p.id, "type": "page", "status": "current", "title": p.title,
+        hits: list[dict[str, Any]] = [{"id": p.id, "type": "page", "status": "current", "title": p.title,
                  "version": {"when": p.when, "number": 1}, "space": {"key": p.space}}
                 for p in ex.pages.values() if p.space in keys]  # fmt: skip
         since = re.search(r'lastmodified >= "(\d{4}-\d{2}-\d{2} \d{2}:\d{2})"', query.get("cql", ""))
@@ -265,7 +266,7 @@ def confluence_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int,
 
 # ------------------------------------------------------------------ Microsoft Graph wire format
 
-GRAPH_USERS = [
+GRAPH_USERS: list[dict[str, Any]] = [
     {"id": f"oid-{u}", "displayName": u.title(), "mail": f"{u}@acme.example", "userPrincipalName": f"{u}@acme.example",
      "userType": "Member", "accountEnabled": True}
     for u in ACME_USERS

@@ -13,7 +13,7 @@ import html
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from retrieval.contracts import Acl, SourceDocument
 
@@ -95,8 +95,10 @@ def _author(item: Mapping[str, Any]) -> str:
 def document_from_drive_item(
     item: Mapping[str, Any], *, drive_id: str, container: str, content: bytes, acl: Acl, site_id: str
 ) -> SourceDocument:
-    file_facet = item.get("file") if isinstance(item.get("file"), Mapping) else {}
-    parent = item.get("parentReference") if isinstance(item.get("parentReference"), Mapping) else {}
+    file_facet = cast(Mapping[str, Any], item.get("file")) if isinstance(item.get("file"), Mapping) else {}
+    parent = (
+        cast(Mapping[str, Any], item.get("parentReference")) if isinstance(item.get("parentReference"), Mapping) else {}
+    )
     metadata = {"site_id": site_id, "drive_id": drive_id, "item_id": str(item["id"])}
     if item.get("eTag"):
         metadata["etag"] = str(item["eTag"])
@@ -120,7 +122,7 @@ def document_from_drive_item(
 
 def render_list_item(item: Mapping[str, Any]) -> bytes:
     """A list item's own columns as plain text ("Column: value" lines under its title)."""
-    fields = item.get("fields") if isinstance(item.get("fields"), Mapping) else {}
+    fields = cast(Mapping[str, Any], item.get("fields")) if isinstance(item.get("fields"), Mapping) else {}
     lines = [str(fields.get("Title") or "")]
     for key in sorted(fields):
         if key in _SYSTEM_FIELDS or key.startswith(("_", "@", "odata")):
@@ -134,7 +136,7 @@ def render_list_item(item: Mapping[str, Any]) -> bytes:
 def document_from_list_item(
     item: Mapping[str, Any], *, site_id: str, list_id: str, container: str, acl: Acl
 ) -> SourceDocument:
-    fields = item.get("fields") if isinstance(item.get("fields"), Mapping) else {}
+    fields = cast(Mapping[str, Any], item.get("fields")) if isinstance(item.get("fields"), Mapping) else {}
     return SourceDocument(
         external_id=listitem_external_id(site_id, list_id, str(item["id"])),
         title=str(fields.get("Title") or item.get("name") or ""),
@@ -156,7 +158,7 @@ def render_site_page(page: Mapping[str, Any]) -> bytes:
     parts = [f"<h1>{html.escape(str(page.get('title') or page.get('name') or ''))}</h1>"]
     if page.get("description"):
         parts.append(f"<p>{html.escape(str(page['description']))}</p>")
-    layout = page.get("canvasLayout") if isinstance(page.get("canvasLayout"), Mapping) else {}
+    layout = cast(Mapping[str, Any], page.get("canvasLayout")) if isinstance(page.get("canvasLayout"), Mapping) else {}
     webparts: list[Any] = []
     for section in layout.get("horizontalSections") or []:
         for column in (section or {}).get("columns") or []:

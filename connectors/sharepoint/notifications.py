@@ -62,7 +62,7 @@ def validation_reply(query: Mapping[str, Any] | str) -> HttpReply | None:
     """
     if isinstance(query, str):
         values = parse_qs(query, keep_blank_values=True).get("validationToken") or []
-        token = values[0] if values else None
+        token: object = values[0] if values else None  # the mapping branch may hold any JSON value
     else:
         raw = query.get("validationToken")
         token = raw[0] if isinstance(raw, (list, tuple)) and raw else raw

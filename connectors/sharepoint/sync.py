@@ -24,7 +24,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -257,7 +257,7 @@ class SharePointConnector:
         handle: Callable[[dict[str, Any], dict[str, Any]], list[SyncOp]],
         *,
         delta_drive_id: str | None = None,
-    ) -> Iterator[_Event]:
+    ) -> Generator[_Event, None, tuple[str | None, dict[str, Any]]]:
         """Page through a collection from the unit's cursor; returns (deltaLink, extra)."""
         cursor = st.cursor_for(key)
         url = cursor["page_url"] if cursor else start_url

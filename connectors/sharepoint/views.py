@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -22,7 +23,7 @@ from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_text
 from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
 from connectors.models import InboundEvent, SyncState
-from connectors.sharepoint.notifications import LifecycleAction, handle_notifications, validation_reply
+from connectors.sharepoint.notifications import DriveDelta, LifecycleAction, handle_notifications, validation_reply
 from connectors.sharepoint.subscriptions import do_request_subscription_work
 from tenants.context import tenant_context
 
@@ -91,7 +92,7 @@ def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
         # The body is hashed once, not once per notification: a batch of n notifications would
         # otherwise serialise the whole body n times (quadratic in the body size).
         body_digest = hashlib.sha256(json.dumps(payload["value"], sort_keys=True).encode()).hexdigest()
-        for item in [*batch.deltas, *batch.lifecycle]:
+        for item in cast("list[DriveDelta | LifecycleAction]", [*batch.deltas, *batch.lifecycle]):
             kind = "graph" if item in batch.deltas else "graph_lifecycle"
             raw = json.dumps([item.dedupe_key, body_digest, str(last_run)])
             event = do_store_inbound_event(instance, hashlib.sha256(raw.encode()).hexdigest(), kind,

@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
 from celery import shared_task
@@ -179,7 +179,7 @@ def audience_permission(api: SlackApi, channel: str, asker_perm: Any) -> tuple[A
     members = api.members(channel)
     if len(members) > MAX_CHANNEL_MEMBERS:
         return None, "too_many_members"
-    readable: set[int] | None = set(asker_perm.readable_acl_set_ids)
+    readable: set[int] = set(asker_perm.readable_acl_set_ids)
     for member in members:
         if member in SLACK_SYSTEM_USERS:
             continue
@@ -311,7 +311,7 @@ def offer_ephemeral_blocks(question: str, reason: str) -> tuple[str, list[dict[s
     }.get(reason, "I can't answer this in the channel.")
     text = f"{why} Want an answer only you can see?"
     value = json.dumps({"q": question[:MAX_QUESTION_CHARS]})
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": escape_mrkdwn(text)}},
         {"type": "actions", "block_id": "cairn_offer", "elements": [
             {"type": "button", "action_id": "cairn_answer_ephemeral", "style": "primary",
@@ -350,7 +350,7 @@ def run_job(tenant_id: int, instance_pk: int, job: dict[str, Any]) -> str:
     from answers import engine
     from answers.query_parser import QueryError
     from connectors.models import ConnectorInstance
-    from retrieval.permissions import permission_context
+    from retrieval.permissions import PermissionContext, permission_context
     from tenants.audit import do_record_answer_audit
     from tenants.context import tenant_context
 
@@ -367,6 +367,7 @@ def run_job(tenant_id: int, instance_pk: int, job: dict[str, Any]) -> str:
     private = ephemeral or job["audience"] == "dm"
     with tenant_context(tenant_id):
         asker = permission_context(user)
+        perm: PermissionContext | None  # None: the channel audience may not read an answer
         if private:
             perm, reason = asker, ""
             audience = "Answered from what you can read" + (" (only you can see this)" if ephemeral else "")
@@ -472,7 +473,7 @@ def _form(request: HttpRequest) -> dict[str, str]:
     return {k: v[0] for k, v in parsed.items()}
 
 
-def _is_slack_id(value: Any) -> bool:
+def _is_slack_id(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and SLACK_ID.fullmatch(value) is not None
 
 

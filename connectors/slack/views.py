@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -93,5 +93,5 @@ def events(request: HttpRequest, hook_uuid: str) -> HttpResponse:
             do_request_sync(instance, "incremental")
     if bot_event:
         with tenant_context(tenant_id):
-            _call_bot(instance, inner)
+            _call_bot(instance, cast(dict[str, Any], inner))  # is_bot_event(inner) checked it is a dict
     return accepted()

@@ -75,6 +75,7 @@ class PostgresIndexBackend:
             return LegResult([], "empty")
         t0 = time.perf_counter()
         join = ""
+        fparams: list[Any]
         fsql, fparams = "", []
         if _has_filters(filters):
             join = "JOIN retrieval_chunk c ON c.id = p.chunk_id AND c.tenant_id = p.tenant_id"

@@ -81,7 +81,7 @@ def write(result: SuiteResult, command: str, out_dir: Path) -> dict[str, Path]:
     latest = out_dir / "latest"
     run_dir.mkdir(parents=True, exist_ok=True)
     latest.mkdir(parents=True, exist_ok=True)
-    payload = {
+    payload: dict[str, Any] = {
         "suite": result.suite,
         "command": command,
         "started_at": result.started_at,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, cast
 
 import psutil
 
@@ -55,7 +55,8 @@ def stack_processes() -> dict[str, list[psutil.Process]]:
     try:
         import redis
 
-        info = redis.Redis.from_url(settings.REDIS_URL).info("server")
+        # cast: a synchronous client returns the INFO reply as a dict (the stub also allows an Awaitable)
+        info = cast(dict[str, Any], redis.Redis.from_url(settings.REDIS_URL).info("server"))
         groups["redis"] = _tree(psutil.Process(int(info["process_id"])))
     except Exception:  # noqa: BLE001 - a remote Redis has no local process
         pass

@@ -254,7 +254,7 @@ def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResul
     names = list(users)
     bar = tqdm(total=target, desc="canary queries", disable=not progress)
     saved_factory = bot.api_factory
-    bot.api_factory = transport
+    bot.api_factory = transport  # type: ignore[assignment]  # a duck-typed stand-in for SlackApi, not a subclass
     try:
         with override_settings(ALLOWED_HOSTS=["testserver", "localhost"]):
             portal = {name: _portal_client(u.username) for name, (u, _, _) in users.items()}

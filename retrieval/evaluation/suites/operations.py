@@ -133,7 +133,7 @@ def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResul
     import resource
 
     stack_rss = rss.stop()
-    m = {
+    m: dict[str, Any] = {
         "ingest": ingest,
         "search_ms": _dist(search_ms),
         "answer_ms": _dist(answer_ms),

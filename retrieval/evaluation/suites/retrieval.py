@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tqdm import tqdm
 
@@ -23,6 +23,9 @@ from retrieval.evaluation.tenancy import ensure_eval_tenant
 from retrieval.models import Document
 from retrieval.search import hybrid_search
 from tenants.context import tenant_context
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PUBLISHED = {
     "BM25 flat (Pyserini 2CR)": (0.6789, 0.9253),
@@ -158,7 +161,11 @@ def _ablations(runs: dict[str, dict[str, list[str]]], qid: str, chunks: list[Any
         return
     tail = chunks[len(head) :]
     for name, weights in ABLATIONS.items():
-        score = sum(w * _zscores([ro.signals[c.chunk_id].get(f, 0.0) for c in head]) for f, w in weights.items())
+        # cast: every ABLATIONS entry has at least one weight, so sum() never returns its int start 0
+        score = cast(
+            "np.ndarray",
+            sum(w * _zscores([ro.signals[c.chunk_id].get(f, 0.0) for c in head]) for f, w in weights.items()),
+        )
         order = sorted(range(len(head)), key=lambda i: (-score[i], i))
         ranked = [head[i] for i in order] + tail
         runs.setdefault(f"rerank ablation: {name}", {})[qid] = metrics.doc_ranking_from_chunks(

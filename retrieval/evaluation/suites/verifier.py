@@ -125,10 +125,10 @@ def run(limit: int | None = None, progress: bool = True, split: str = "dev", jud
     judge_seconds: list[float] = []
     methods: Counter[str] = Counter()
     for it in tqdm(data, desc=f"scifact claims {split}", disable=not progress):
-        label, _, reasons = _verify(it)
+        label, _method, reasons = _verify(it)
         preds["lexical"].append(MAP.get(label, "NEI"))
         it["lexical"] = label
-        label, _, reasons = _verify(it, embedder=emb)
+        label, _method, reasons = _verify(it, embedder=emb)
         preds["lexical+embedding"].append(MAP.get(label, "NEI"))
         it["predicted"], it["verifier_label"], it["reasons"] = MAP.get(label, "NEI"), label, list(reasons)
         if judge is not None:

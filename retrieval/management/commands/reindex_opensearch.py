@@ -64,6 +64,7 @@ class Command(BaseCommand):
             started, done = time.monotonic(), 0
             out = self.stdout
             knn = osb.has_knn()
+            actions: list[dict[str, Any]]
             for sources in outbox.iter_chunk_sources(tid, batch, with_vectors=knn):
                 actions = [{"_op_type": "index", "_index": new, "_id": str(s["chunk_id"]), "_source": s}
                            for s in sources]  # fmt: skip
@@ -74,7 +75,7 @@ class Command(BaseCommand):
             progress(out, done, total, started, f"tenant {tid} -> {new}")
             self.stdout.write("")
             c.indices.refresh(index=new)
-            actions: list[dict[str, Any]] = [{"remove": {"index": o, "alias": alias}} for o in old]
+            actions = [{"remove": {"index": o, "alias": alias}} for o in old]
             actions += [{"add": {"index": new, "alias": alias}}, {"remove": {"index": new, "alias": nxt}}]
             c.indices.update_aliases(body={"actions": actions})
         except BaseException:
