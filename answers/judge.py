@@ -21,10 +21,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from answers.contracts import SupportLabel
-from cairn.http import OutboundHTTPError, build_session, redact
 
 JUDGE_NAME = "openai-compatible-judge"
 JUDGE_VERSION = "1"
@@ -62,8 +60,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
 
 DATA_OPEN = "<<<DATA"
 DATA_CLOSE = "DATA>>>"
-# Endpoints that only take the ``json_object`` + ``schema`` response format (remembered per endpoint).
-_SCHEMA_STYLE: dict[str, str] = {}
 MAX_PASSAGE_CHARS = 2000  # bounds the prompt (≈500 tokens) and so the judge's latency on a local model
 
 
@@ -114,7 +110,12 @@ def parse_verdict(content: Any) -> JudgeVerdict:
 
 
 class OpenAICompatibleJudge:
-    """POSTs one judge question to ``{endpoint_url}/chat/completions`` (the writer's endpoint settings)."""
+    """Asks one judge question at ``{endpoint_url}/chat/completions`` (the writer's endpoint settings).
+
+    The HTTP call is the OpenAI-compatible writer's ``complete_json`` (hardened client, auth
+    headers, Azure form, the ``json_object`` retry for llama.cpp's server); only the messages,
+    the schema and the reading of the reply are the judge's.
+    """
 
     name = JUDGE_NAME
     version = JUDGE_VERSION
@@ -122,68 +123,28 @@ class OpenAICompatibleJudge:
 
     def __init__(self, endpoint_url: str, model: str, api_key: str = "", *, timeout: float = 30.0,
                  azure_api_version: str = "") -> None:  # fmt: skip
-        parts = urlsplit(endpoint_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("endpoint_url must be an absolute http(s) URL")
-        self.endpoint_url = endpoint_url.rstrip("/")
-        self.model = model
-        self._api_key = api_key
-        self._azure_api_version = azure_api_version
-        host = parts.hostname + (f":{parts.port}" if parts.port else "")
-        # The operator chose this host for the writer, so it is the only one exempt from the private-address check.
-        self._session = build_session(allowed_hosts=[host], timeout=(5.0, timeout), max_response_bytes=200_000)
+        from answers.writers.openai_compat import OpenAICompatibleWriter
 
-    def request_body(self, claim: str, quote: str, passage: str = "") -> dict[str, Any]:
-        schema_format: dict[str, Any]
-        if _SCHEMA_STYLE.get(self.endpoint_url) == "json_object":
-            schema_format = {"type": "json_object", "schema": VERDICT_SCHEMA}
-        else:
-            schema_format = {
-                "type": "json_schema",
-                "json_schema": {"name": "support_verdict", "strict": True, "schema": VERDICT_SCHEMA},
-            }
-        return {
-            "model": self.model,
-            "messages": build_judge_messages(claim, quote, passage),
-            "temperature": 0,
-            "max_tokens": 200,
-            "response_format": schema_format,
-        }
+        self._client = OpenAICompatibleWriter(endpoint_url, model, api_key, timeout=timeout,
+                                              azure_api_version=azure_api_version)  # fmt: skip
+        self.endpoint_url = self._client.endpoint_url
+        self.model = model
 
     def judge(self, claim: str, quote: str, passage: str = "") -> JudgeVerdict:
-        headers = {"Content-Type": "application/json"}
-        url = f"{self.endpoint_url}/chat/completions"
-        if self._azure_api_version:
-            url += f"?api-version={self._azure_api_version}"
-            if self._api_key:
-                headers["api-key"] = self._api_key
-        elif self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        for attempt in (1, 2):
-            try:
-                response = self._session.post(url, json=self.request_body(claim, quote, passage), headers=headers)
-            except (OutboundHTTPError, OSError, ValueError) as exc:
-                kind = "timeout" if "timed out" in str(exc).lower() else "unreachable"
-                raise JudgeError(f"{kind}: {redact(str(exc))[:120]}") from None
-            except Exception as exc:  # requests' ConnectionError/Timeout: fall back, never fail the answer
-                raise JudgeError(f"endpoint_error: {type(exc).__name__}") from None
-            # llama.cpp's Python server takes only {"type": "json_object", "schema": ...}: retry once in that form.
-            if (
-                attempt == 1
-                and response.status_code in (400, 422, 500)
-                and _SCHEMA_STYLE.get(self.endpoint_url) != "json_object"
-                and b"response_format" in response.content[:4000]
-            ):
-                _SCHEMA_STYLE[self.endpoint_url] = "json_object"
-                continue
-            break
-        if response.status_code != 200:
-            raise JudgeError(f"http_{response.status_code}")
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise JudgeError("malformed_response") from None
+        info: dict[str, Any] = {}
+        content = self._client.complete_json(build_judge_messages(claim, quote, passage), VERDICT_SCHEMA,
+                                             name="support_verdict", max_tokens=200, info=info)  # fmt: skip
+        if content is None:
+            raise JudgeError(_error_kind(str(info.get("error", "no_content"))))
         return parse_verdict(content)
+
+
+def _error_kind(error: str) -> str:
+    """The writer's error text as a judge error kind (timeout / unreachable / http_NNN / ...)."""
+    if error.startswith("endpoint_unreachable"):
+        kind = "timeout" if "timed out" in error.lower() else "unreachable"
+        return f"{kind}: {error.split(':', 1)[-1].strip()[:120]}"
+    return error
 
 
 class LlamaCppJudge:
@@ -210,21 +171,6 @@ def _timeout() -> float:
     from django.conf import settings
 
     return float(settings.CAIRN.get("VERIFIER_JUDGE_TIMEOUT", 30))
-
-
-def judge_for_writer(writer: Any) -> OpenAICompatibleJudge | None:
-    """A judge on the same endpoint as an OpenAI-compatible writer; None for any other writer."""
-    from answers.writers.openai_compat import OpenAICompatibleWriter
-
-    if not isinstance(writer, OpenAICompatibleWriter):
-        return None
-    return OpenAICompatibleJudge(
-        writer.endpoint_url,
-        writer.model,
-        writer._api_key,  # noqa: SLF001 - the same operator-provided secret, never logged
-        timeout=_timeout(),
-        azure_api_version=writer._azure_api_version,  # noqa: SLF001
-    )
 
 
 def judge_for_tenant() -> OpenAICompatibleJudge | LlamaCppJudge | None:
@@ -259,6 +205,5 @@ __all__ = [
     "VERDICT_SCHEMA",
     "build_judge_messages",
     "judge_for_tenant",
-    "judge_for_writer",
     "parse_verdict",
 ]

@@ -162,15 +162,19 @@ class OpenAICompatibleWriter:
     def request_body(self, plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> dict[str, Any]:
         return self._body(build_messages(plan, evidence), RESPONSE_SCHEMA, "cited_answer")
 
-    def _body(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str,
+              max_tokens: int | None = None) -> dict[str, Any]:  # fmt: skip
         if _SCHEMA_STYLE.get(self.endpoint_url) == "json_object":
             response_format: dict[str, Any] = {"type": "json_object", "schema": schema}
         else:
             response_format = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
-        return {"model": self.model, "messages": messages, "temperature": 0, "response_format": response_format}
+        body = {"model": self.model, "messages": messages, "temperature": 0, "response_format": response_format}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        return body
 
     def complete_json(self, messages: list[dict[str, str]], schema: dict[str, Any], *, name: str = "cited_answer",
-                      info: dict[str, Any] | None = None) -> str | None:  # fmt: skip
+                      max_tokens: int | None = None, info: dict[str, Any] | None = None) -> str | None:  # fmt: skip
         """One schema-constrained chat completion; ``None`` (and ``info["error"]``) when it failed.
 
         OpenAI, Azure and vLLM take ``response_format: json_schema``; llama.cpp's Python server
@@ -189,7 +193,7 @@ class OpenAICompatibleWriter:
             headers["Authorization"] = f"Bearer {self._api_key}"
         for attempt in (1, 2):
             try:
-                response = self._session.post(url, json=self._body(messages, schema, name), headers=headers)
+                response = self._session.post(url, json=self._body(messages, schema, name, max_tokens), headers=headers)
             except (OutboundHTTPError, OSError, ValueError) as exc:
                 info["error"] = f"endpoint_unreachable: {redact(str(exc))[:200]}"
                 return None
