@@ -171,7 +171,7 @@ CAIRN = {
     # Read timeout of a generative writer's HTTP call: CPU-only local servers need minutes for long prompts.
     "WRITER_TIMEOUT_SECONDS": env_int("CAIRN_WRITER_TIMEOUT_SECONDS", 60, minimum=1),
     "EMBEDDER_THREADS": env_int("CAIRN_EMBEDDER_THREADS", 1, minimum=1),
-    "VECTOR_EXACT_SCAN_MAX_ROWS": env_int("CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS", 30000, minimum=0),
+    "VECTOR_EXACT_SCAN_MAX_ROWS": env_int("CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS", 80000, minimum=0),
     "HNSW_EF_SEARCH": env_int("CAIRN_HNSW_EF_SEARCH", 100, minimum=10),
     "RETRIEVAL_PARALLEL_LEGS": env_bool("CAIRN_RETRIEVAL_PARALLEL_LEGS", True),
     "ANSWER_CACHE_SECONDS": env_int("CAIRN_ANSWER_CACHE_SECONDS", 600, minimum=0),

@@ -157,3 +157,60 @@ def test_a_nul_character_from_the_source_does_not_break_storing_the_event(cast) 
         stored = Document.objects.get(external_id="nul")
         assert stored.title == "Onboarding"
         assert stored.metadata == {"note": "ab"}
+
+
+def lexical_index(tenant) -> tuple:
+    with tenant_context(tenant.pk), connection.cursor() as cur:
+        cur.execute(
+            "SELECT d.external_id, c.ord, c.length, c.tsv::text FROM retrieval_chunk c "
+            "JOIN retrieval_document d ON d.id = c.document_id ORDER BY 1, 2"
+        )
+        chunks = cur.fetchall()
+        cur.execute(
+            "SELECT d.external_id, c.ord, p.lexeme, p.tf, p.dl FROM retrieval_posting p "
+            "JOIN retrieval_chunk c ON c.id = p.chunk_id JOIN retrieval_document d ON d.id = c.document_id "
+            "ORDER BY 1, 2, 3"
+        )
+        postings = cur.fetchall()
+        cur.execute("SELECT lexeme, df FROM retrieval_termstat WHERE df > 0 ORDER BY 1")
+        stats = cur.fetchall()
+        cur.execute("SELECT n_chunks, total_length FROM retrieval_indexstate")
+        return chunks, postings, stats, cur.fetchone()
+
+
+def test_indexing_a_batch_of_documents_builds_the_same_lexical_index_as_one_at_a_time(cast) -> None:
+    # The bulk load of benchmarks/ingest_and_query.py indexes many documents per call.
+    from cairn.backends import embedder
+    from retrieval.permissions import get_index_state, intern_acl
+
+    docs = [make_doc("a", TEXT_V1 * 30, [["public:tenant"]], title="Release train"),
+            make_doc("b", TEXT_V2 + " Review the release notes.", [["public:tenant"]], title="Hotfix policy")]  # fmt: skip
+    src_a, src_b = source_for(cast.tenant_a), source_for(cast.tenant_b)
+    with tenant_context(cast.tenant_a.pk):
+        for doc in docs:
+            pipeline.apply_upsert(src_a, doc, embedder())
+    with tenant_context(cast.tenant_b.pk):
+        acl = intern_acl([["public:tenant"]])
+        written = []
+        for doc in docs:
+            prepared = pipeline.prepare(doc)
+            d = Document.objects.create(source=src_b, external_id=doc.external_id, acl_set=acl,
+                                        **pipeline._doc_fields(src_b, doc))  # fmt: skip
+            Chunk.objects.bulk_create(
+                Chunk(
+                    tenant_id=cast.tenant_b.pk,
+                    document=d,
+                    ord=i,
+                    text=s.text,
+                    heading=s.heading,
+                    char_start=s.start,
+                    char_end=s.end,
+                    **pipeline._chunk_denorm(d),
+                )  # fmt: skip
+                for i, s in enumerate(prepared.chunks)
+            )
+            written.append(d.pk)
+        pipeline._index_lexical(written, get_index_state(for_update=True))
+    one_by_one, batched = lexical_index(cast.tenant_a), lexical_index(cast.tenant_b)
+    assert len(one_by_one[0]) > 2 and len(one_by_one[1]) > 20  # several chunks, many postings
+    assert batched == one_by_one

@@ -6,7 +6,8 @@ statement that ranks, so restricted text never leaves the database; RLS
 
 Lexical: BM25 (Lucene's formula, k1=0.9, b=0.4 as in BEIR's Anserini runs)
 from precomputed postings (tf, |d|) and per-tenant document frequencies,
-touching only the postings of the query's lexemes.  Tokenisation is
+touching only the postings of the query's lexemes in the reader's ACL sets (the
+posting key is (tenant, lexeme, acl_set, chunk), migration 0008).  Tokenisation is
 Postgres's ``english`` text-search config (Snowball stemmer + stopwords) on
 both the index and the query side.
 
