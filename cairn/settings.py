@@ -109,6 +109,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The API's contract is JSON: a form-encoded or multipart body gets a coded 415 instead of form
+    # semantics (where an empty field means "not sent") that the schema does not describe.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "cairn.api.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["cairn.throttles.MembershipRateThrottle", "cairn.throttles.TenantRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
@@ -125,8 +128,7 @@ SPECTACULAR_SETTINGS = {
     # The schema names no tenant data, but there is no reason to serve it to strangers.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
-    # The API's contract is JSON. DRF also parses form bodies, where an empty optional field means
-    # "not sent" (HTML form semantics), so documenting them would promise validation forms do not get.
+    # The API parses JSON only (REST_FRAMEWORK above).
     "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
 }
 

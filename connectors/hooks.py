@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from connectors.models import ConnectorInstance
 from connectors.routing import tenant_for_hook
@@ -23,6 +25,20 @@ class BadJson(ValueError):
 
 def error(code: str, message: str, status: int) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def post_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Like Django's ``require_POST``, but the 405 carries a JSON error code as every other webhook error does."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method != "POST":
+            response = error("method_not_allowed", "Webhooks accept POST only.", 405)
+            response["Allow"] = "POST"
+            return response
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 def accepted(status: str = "accepted", **extra: Any) -> JsonResponse:

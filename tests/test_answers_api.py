@@ -106,6 +106,18 @@ def test_bad_input_gets_a_400_with_a_machine_readable_code(corpus, body, code) -
     assert r.json()["error"]["code"] == code
 
 
+@pytest.mark.parametrize("fmt", ["multipart", "form"])
+def test_a_body_that_is_not_json_gets_a_coded_415_and_no_answer(corpus, fmt) -> None:
+    client = client_for(corpus.tokens["alice"])
+    if fmt == "multipart":
+        r = client.post("/api/v1/answers", {"question": "When are expense reports due?"}, format="multipart")
+    else:
+        r = client.post("/api/v1/answers", "question=When+are+expense+reports+due%3F",
+                        content_type="application/x-www-form-urlencoded")  # fmt: skip
+    assert r.status_code == 415, r.content
+    assert r.json()["error"]["code"] == "unsupported_media_type"
+
+
 def test_requests_without_a_valid_token_are_refused(corpus) -> None:
     assert APIClient().post("/api/v1/answers", {"question": "x"}, format="json").status_code == 401
     r = client_for("cairn_deadbeef_nope").get("/api/v1/search", {"q": "expense"})

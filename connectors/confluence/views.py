@@ -10,17 +10,16 @@ from __future__ import annotations
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from connectors.actions import do_store_inbound_event
 from connectors.confluence.webhooks import WebhookRejected, parse_event, verify_secret
 from connectors.crypto import decrypt_text
-from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
+from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
 from tenants.context import tenant_context
 
 
 @csrf_exempt
-@require_POST
+@post_only
 def webhook(request: HttpRequest, hook_uuid: str, event_name: str) -> HttpResponse:
     from connectors.tasks import enqueue_inbound_event
 

@@ -17,11 +17,10 @@ from typing import cast
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_text
-from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
+from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
 from connectors.models import InboundEvent, SyncState
 from connectors.sharepoint.notifications import DriveDelta, LifecycleAction, handle_notifications, validation_reply
 from connectors.sharepoint.subscriptions import do_request_subscription_work
@@ -45,7 +44,7 @@ class _SameSecretForEverySubscription(Mapping[str, str]):
 
 
 @csrf_exempt
-@require_POST
+@post_only
 def notifications(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     if body_too_large(request):
         return error("body_too_large", "The notification body is too large.", 413)

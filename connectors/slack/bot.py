@@ -37,8 +37,8 @@ from django.core.cache import cache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
+from connectors.hooks import post_only
 from connectors.slack.events import verify_signature
 
 log = logging.getLogger(__name__)
@@ -490,7 +490,7 @@ def _ephemeral(text: str, status: int = 200, code: str = "") -> JsonResponse:
 
 
 @csrf_exempt
-@require_POST
+@post_only
 def slash_command(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     """``/ask [--me] question``: acknowledged at once; the answer is posted by the task.
 
@@ -536,7 +536,7 @@ def slash_command(request: HttpRequest, hook_uuid: str) -> HttpResponse:
 
 
 @csrf_exempt
-@require_POST
+@post_only
 def interactivity(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     """Block actions: feedback buttons, and "Answer just for me" after a refused channel answer."""
     from tenants.context import tenant_context

@@ -15,11 +15,10 @@ from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from connectors.actions import do_request_sync, do_store_inbound_event
 from connectors.crypto import decrypt_json
-from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, route
+from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
 from connectors.slack.events import verify_signature
 from connectors.slack.factory import signing_secrets
 from tenants.context import tenant_context
@@ -47,7 +46,7 @@ def _call_bot(instance: Any, event: dict[str, Any]) -> None:
 
 
 @csrf_exempt
-@require_POST
+@post_only
 def events(request: HttpRequest, hook_uuid: str) -> HttpResponse:
     if body_too_large(request):
         return error("body_too_large", "The event body is too large.", 413)
