@@ -582,6 +582,11 @@ def interactivity(request: HttpRequest, hook_uuid: str) -> HttpResponse:
             if action_id.startswith("cairn_feedback_"):
                 results.append(_record_feedback(user, value))
             elif action_id == "cairn_answer_ephemeral" and channel and isinstance(value.get("q"), str):
+                # The same per-user and per-channel budget as /ask and mentions: a button
+                # can be pressed (or a signed payload replayed with new trigger ids) as fast.
+                if throttled(tenant_id, slack_user, channel):
+                    results.append("throttled")
+                    continue
                 job = {"question": value["q"][:MAX_QUESTION_CHARS], "channel": channel, "user": slack_user,
                        "thread_ts": thread_ts, "audience": "ephemeral",
                        "dedupe": f"act:{payload.get('trigger_id') or action.get('action_ts')}"}  # fmt: skip
@@ -589,6 +594,8 @@ def interactivity(request: HttpRequest, hook_uuid: str) -> HttpResponse:
                 results.append("queued")
     if "recorded" in results:
         return _ephemeral("Thanks, your feedback was recorded.")
+    if "throttled" in results and "queued" not in results:
+        return _ephemeral("You're asking faster than I can answer. Try again in a minute.")
     if "queued" in results:
         return _ephemeral("Looking that up for you only…")
     return _ephemeral("That feedback could not be recorded." if results else "Nothing to do.")

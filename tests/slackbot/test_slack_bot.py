@@ -147,6 +147,25 @@ def test_it_refuses_a_channel_with_external_members_and_offers_an_ephemeral_answ
     assert "vpn.example.com" in all_text(answer["blocks"])
 
 
+def test_answer_just_for_me_is_throttled_like_ask(workspace: Workspace, settings: Any) -> None:
+    ws = workspace
+    settings.CAIRN = {**settings.CAIRN, "SLACK_BOT_USER_PER_MINUTE": 1}
+    value = json.dumps({"q": "Where is the VPN gateway?"})
+
+    def press() -> Any:
+        payload = {"type": "block_actions", "user": {"id": ws.ids["alice"]}, "channel": {"id": "CEXT"},
+                   "trigger_id": unique("t"), "actions": [{"action_id": "cairn_answer_ephemeral", "value": value}]}  # fmt: skip
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        return signed(Client(), f"/hooks/slack/{ws.instance.hook_uuid}/interactivity", body,
+                      "application/x-www-form-urlencoded")  # fmt: skip
+
+    assert "Looking that up" in press().json()["text"]
+    second = press()
+    assert second.status_code == 200
+    assert "faster than I can answer" in second.json()["text"]
+    ws.api.wait_for("chat.postEphemeral", channel="CEXT", user=ws.ids["alice"])  # the first press is answered
+
+
 def test_it_tells_an_unmapped_user_how_to_link_and_does_not_answer(workspace: Workspace) -> None:
     ws = workspace
     r = slash(ws, ws.ids["nobody"], "CALL", "What is the VPN budget?")
