@@ -37,9 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -49,6 +46,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from benchmarks._stack import BenchServices, free_port, git_commit, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -78,104 +77,25 @@ def pct(xs: list[float], p: float) -> float | None:
     return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 4)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def git_commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
-        return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def machine() -> dict[str, Any]:
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": cpu,
-            "cpus": os.cpu_count(), "loadavg_at_start": [round(x, 2) for x in load]}  # fmt: skip
-
-
 # ------------------------------------------------------------------ processes
 
 
-class Services:
+class Services(BenchServices):
     """The embedded stack (or the external one from the environment), a worker and gunicorn."""
 
     def __init__(self, log_dir: Path) -> None:
-        from cairn.stack import Stack
-
-        self.stack = Stack()
-        self.log_dir = log_dir
-        self.base_url = ""
+        super().__init__(log_dir, "connector_latency", log)
 
     def start(self) -> None:
-        external = bool(os.environ.get("DATABASE_URL"))
-        self.stack.start_services(DB_NAME, recreate_db=True)
-        if not external:
-            log("migrating the bench database (as the owner role)")
-            self.stack.manage("migrate", "--noinput", "-v", "0", owner=True)
-        if self.stack.redis is not None:
-            # A recreated database restarts ids: cached permission sets / results of an earlier
-            # run would match new rows.
-            import redis
-
-            redis.Redis(unix_socket_path=str(self.stack.redis.socket)).flushall()
-        os.environ.update(self.stack.env)
-        import django
-
-        django.setup()
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "cairn", "worker",
-                               "-Q", "ingest,permissions,answers", "-c", "2", "--loglevel", "WARNING",
-                               "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"])  # fmt: skip
+        self.start_stack(DB_NAME)
+        self.spawn("worker", [sys.executable, "-m", "celery", "-A", "cairn", "worker",
+                              "-Q", "ingest,permissions,answers", "-c", "2", "--loglevel", "WARNING",
+                              "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"])  # fmt: skip
         port = free_port()
-        self._spawn("web", [sys.executable, "-m", "gunicorn", "cairn.wsgi:application", "-b", f"127.0.0.1:{port}",
-                            "-k", "gthread", "-w", "1", "--threads", "4", "--timeout", "120"])  # fmt: skip
+        self.spawn("web", [sys.executable, "-m", "gunicorn", "cairn.wsgi:application", "-b", f"127.0.0.1:{port}",
+                           "-k", "gthread", "-w", "1", "--threads", "4", "--timeout", "120"])  # fmt: skip
         self.base_url = f"http://127.0.0.1:{port}"
-        self._wait_ready()
-
-    def _spawn(self, name: str, argv: list[str]) -> None:
-        out = open(self.log_dir / f"connector_latency.{name}.log", "wb")  # noqa: SIM115 - lives as long as the child
-        proc = subprocess.Popen(argv, env=self.stack.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
-        self.stack.children.append((name, proc))
-
-    def _wait_ready(self) -> None:
-        import requests
-
-        from cairn.celery import app
-
-        deadline = time.time() + 180
-        worker_ok = web_ok = False
-        while time.time() < deadline and not (worker_ok and web_ok):
-            for name, proc in self.stack.children:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.log_dir}")
-            if not worker_ok:
-                worker_ok = bool(app.control.ping(timeout=0.5))
-            if not web_ok:
-                try:
-                    web_ok = requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200
-                except requests.RequestException:
-                    time.sleep(0.3)
-        if not (worker_ok and web_ok):
-            raise RuntimeError(f"not ready after 180 s (worker={worker_ok}, web={web_ok}); see {self.log_dir}")
-        log(f"worker and web ({self.base_url}) ready")
-
-    def stop(self) -> None:
-        self.stack.stop()
+        self.wait_ready(180)
 
 
 # ------------------------------------------------------------------ the tenant and its people

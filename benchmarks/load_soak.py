@@ -50,10 +50,8 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import random
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -65,6 +63,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+from benchmarks._stack import BenchServices, free_port, git_commit, loadavg, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -108,50 +108,15 @@ def pct(xs: list[float], p: float) -> float | None:
     return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 4)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def git_commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
-        return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def machine() -> dict[str, Any]:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpu": cpu,
-            "cpus": os.cpu_count(), "loadavg_at_start": loadavg()}  # fmt: skip
-
-
 # ------------------------------------------------------------------ processes
 
 
-class Services:
+class Services(BenchServices):
     """The embedded stack (or the one from the environment), a Celery worker and gunicorn."""
 
     def __init__(self, log_dir: Path, *, rate: str, web_workers: int, web_threads: int, worker_concurrency: int,
                  url: str | None) -> None:  # fmt: skip
-        from cairn.stack import Stack
-
-        self.stack = Stack()
-        self.log_dir = log_dir
+        super().__init__(log_dir, "load_soak", log)
         self.rate = rate
         self.web_workers = web_workers
         self.web_threads = web_threads
@@ -162,71 +127,22 @@ class Services:
         self.worker: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        external_db = bool(os.environ.get("DATABASE_URL"))
-        if self.external_url and not external_db:
+        if self.external_url and not os.environ.get("DATABASE_URL"):
             raise SystemExit("--url needs DATABASE_URL / REDIS_URL of that server's database (for the seeding)")
-        self.stack.start_services(DB_NAME, recreate_db=True)
-        if not external_db:
-            log("migrating the load database (as the owner role)")
-            self.stack.manage("migrate", "--noinput", "-v", "0", owner=True)
-        if self.stack.redis is not None:
-            # A recreated database restarts ids: cached permission sets / answers of an earlier run
-            # would match new rows.
-            import redis
-
-            redis.Redis(unix_socket_path=str(self.stack.redis.socket)).flushall()
         # Raised for the processes started here only; the sweep measures capacity, not the limiter.
-        self.stack.env["CAIRN_RATE_USER"] = self.rate
-        self.stack.env["CAIRN_RATE_TENANT"] = self.rate
-        os.environ.update(self.stack.env)
-        import django
-
-        django.setup()
+        self.start_stack(DB_NAME, {"CAIRN_RATE_USER": self.rate, "CAIRN_RATE_TENANT": self.rate})
         if self.external_url:
             return
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.worker = self._spawn("worker", [sys.executable, "-m", "celery", "-A", "cairn", "worker",
-                                             "-Q", "ingest,permissions,answers", "-c", str(self.worker_concurrency),
-                                             "--loglevel", "WARNING", "-n", f"load-{uuid.uuid4().hex[:6]}@%h"])  # fmt: skip
+        self.worker = self.spawn("worker", [sys.executable, "-m", "celery", "-A", "cairn", "worker",
+                                            "-Q", "ingest,permissions,answers", "-c", str(self.worker_concurrency),
+                                            "--loglevel", "WARNING", "-n", f"load-{uuid.uuid4().hex[:6]}@%h"])  # fmt: skip
         port = free_port()
-        self.web = self._spawn("web", [sys.executable, "-m", "gunicorn", "cairn.wsgi:application",
-                                       "-b", f"127.0.0.1:{port}", "-k", "gthread", "-w", str(self.web_workers),
-                                       "--threads", str(self.web_threads), "--timeout", "120",
-                                       "--graceful-timeout", "10"])  # fmt: skip
+        self.web = self.spawn("web", [sys.executable, "-m", "gunicorn", "cairn.wsgi:application",
+                                      "-b", f"127.0.0.1:{port}", "-k", "gthread", "-w", str(self.web_workers),
+                                      "--threads", str(self.web_threads), "--timeout", "120",
+                                      "--graceful-timeout", "10"])  # fmt: skip
         self.base_url = f"http://127.0.0.1:{port}"
-        self._wait_ready()
-
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        out = open(self.log_dir / f"load_soak.{name}.log", "wb")  # noqa: SIM115 - lives as long as the child
-        proc = subprocess.Popen(argv, env=self.stack.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
-        self.stack.children.append((name, proc))
-        return proc
-
-    def _wait_ready(self) -> None:
-        import requests
-
-        from cairn.celery import app
-
-        deadline = time.time() + 240
-        worker_ok = web_ok = False
-        while time.time() < deadline and not (worker_ok and web_ok):
-            for name, proc in self.stack.children:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.log_dir}")
-            if not worker_ok:
-                worker_ok = bool(app.control.ping(timeout=0.5))
-            if not web_ok:
-                try:
-                    web_ok = requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200
-                except requests.RequestException:
-                    time.sleep(0.3)
-        if not (worker_ok and web_ok):
-            raise RuntimeError(f"not ready after 240 s (worker={worker_ok}, web={web_ok}); see {self.log_dir}")
-        log(f"worker and web ({self.base_url}) ready")
-
-    def stop(self) -> None:
-        self.stack.stop()
+        self.wait_ready(240)
 
 
 # ------------------------------------------------------------------ memory sampling
