@@ -12,9 +12,9 @@ from rest_framework.response import Response
 
 from answers import actions
 from answers.models import AnswerSettings, AuthorityAssignment, AuthorityTier, EntityAlias, FreshnessFeed
-from cairn.api import ApiError
-from cairn.http import BlockedDestination, SafeFetcher
-from cairn.openapi import error_responses
+from core.errors import ApiError
+from core.http import BlockedDestination, SafeFetcher
+from core.openapi import error_responses
 from retrieval.models import Source
 from tenants.views_base import TenantAPIView
 
@@ -23,7 +23,7 @@ class StrictCharField(serializers.CharField):
     """A string field that refuses numbers and booleans instead of turning them into text.
 
     DRF's CharField stores ``{"canonical": 98540}`` as ``"98540"``; the schema says string, and a
-    number where a name belongs is a client bug worth a 400 (found by tests/test_api_schema_fuzz.py).
+    number where a name belongs is a client bug worth a 400 (found by tests/security/test_api_schema_fuzz.py).
     """
 
     def to_internal_value(self, data: Any) -> str:

@@ -61,7 +61,7 @@ from answers.verification import (
     verifier_release,
     version_key,
 )
-from cairn.backends import embedder, get_backend
+from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.models import Document, IndexState
 from retrieval.permissions import PermissionContext
@@ -73,7 +73,7 @@ PROMPT_VERSION = "none"  # the extractive writer has no prompt; generative write
 
 # Abstention threshold on the evidence strength (idf-weighted share of the query's content
 # terms covered by the best kept claim's quote).  Tuned on SciFact claims (dev split) with
-# `python -m answers.abstention --tune` (balanced accuracy 0.744 at 0.45, n=300); see README.
+# `python -m answers.abstention --tune` (balanced accuracy 0.744 at 0.45, n=300); see docs/answers.md.
 WEAK_EVIDENCE_THRESHOLD = 0.45
 
 __all__ = [

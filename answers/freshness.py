@@ -5,7 +5,7 @@
   "latest" is resolved: from metadata, never from a model's memory.
 * ``check_freshness`` compares that with the tenant's authoritative feed for the entity
   (``FreshnessFeed``: a release list or status page).  A feed older than
-  ``FRESHNESS_FEED_MAX_AGE_SECONDS`` is re-fetched through ``cairn.http.SafeFetcher``:
+  ``FRESHNESS_FEED_MAX_AGE_SECONDS`` is re-fetched through ``core.http.SafeFetcher``:
   only URLs under ``CAIRN["FRESHNESS_ALLOWED_URL_PREFIXES"]``, every hop's resolved
   address checked (private, loopback, link-local, metadata, IPv6 ULA refused), size and
   time capped.  A fetch failure never fails the answer: the section says the feed could
@@ -24,7 +24,7 @@ from django.conf import settings
 
 from answers.contracts import QueryPlan
 from answers.verification import version_key
-from cairn.http import OutboundHTTPError, SafeFetcher, redact
+from core.http import OutboundHTTPError, SafeFetcher, redact
 
 if TYPE_CHECKING:
     from answers.models import FreshnessFeed

@@ -8,7 +8,7 @@ contradict it?"  The injection boundaries are the writer's:
 * The system message is a constant; the claim, quote and passage travel as JSON inside one
   delimited DATA block of the user message, labelled as untrusted data.
 * No ``tools`` / ``functions``; the reply must be JSON matching ``VERDICT_SCHEMA``.
-* HTTP through ``cairn.http`` with a short timeout.
+* HTTP through ``core.http`` with a short timeout.
 
 Any failure (timeout, HTTP error, malformed or off-schema JSON) raises :class:`JudgeError`;
 the verifier then keeps the lexical verdict and says so (``method="lexical-fallback"``,
@@ -188,7 +188,7 @@ def judge_for_tenant() -> OpenAICompatibleJudge | LlamaCppJudge | None:
 
         from answers.writers import llama_local
 
-        # Opt-in: the shipped 1.5B model judged SciFact claims worse than the fallback (README "Evaluation").
+        # Opt-in: the shipped 1.5B model judged SciFact claims worse than the fallback (docs/benchmarks.md "Evaluation").
         if settings.CAIRN.get("VERIFIER_LOCAL_JUDGE") and llama_local.available():
             return LlamaCppJudge()
         return None

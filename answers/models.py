@@ -7,7 +7,7 @@
   ``Document.authority_tier`` / ``Chunk.authority_tier`` (lower = more authoritative),
   so retrieval filters ("official only") and ranking read the same number.
 * ``FreshnessFeed``: an authoritative, allow-listed URL (release list, status page) that
-  says what the newest version of an entity is; fetched through ``cairn.http.SafeFetcher``.
+  says what the newest version of an entity is; fetched through ``core.http.SafeFetcher``.
 * ``AnswerSettings``: which writer a tenant uses (extractive by default).
 
 Every table is tenant-owned and under forced RLS (see the migration).

@@ -59,7 +59,7 @@ from rest_framework.renderers import BaseRenderer
 
 from answers import engine, followups
 from answers.query_parser import QueryError
-from cairn.api import ApiError, _dependency_outage
+from core.errors import ApiError, _dependency_outage
 from retrieval.permissions import PermissionContext, permission_context
 from tenants.audit import do_record_answer_audit
 from tenants.context import tenant_context

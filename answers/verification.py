@@ -44,7 +44,7 @@ def verifier_release() -> dict[str, str]:
         path = None
     if not path:
         return {"name": VERIFIER_NAME, "version": VERIFIER_VERSION}
-    from cairn.backends import get_backend
+    from core.backends import get_backend
 
     return dict(get_backend("VERIFIER").release())
 
@@ -456,7 +456,7 @@ UP_STEMS: frozenset[str] = _stem_set(_UP_WORDS)
 DOWN_STEMS: frozenset[str] = _stem_set(_DOWN_WORDS)
 
 # Thresholds of the embedding-assisted fallback, tuned on SciFact claims *dev* only by accuracy over a grid
-# (``python -m retrieval.evaluation.suites.verifier --tune``); the train split is held out.  Cosine
+# (``python -m evaluation.suites.verifier --tune``); the train split is held out.  Cosine
 # similarity of MiniLM vectors between the claim and its best-matching quote sentence.  Precision of
 # "supported" stayed at 0.72-0.75 from 0.55 to 0.75 on dev, so the threshold is the accuracy optimum.
 SIM_SUPPORTED = 0.55  # at or above: the quote restates the claim (if nothing caps or contradicts it)
@@ -886,7 +886,7 @@ class ClaimVerifier(LexicalVerifier):
                      ) -> VerificationResult:  # fmt: skip
         if not claim.citations or not needs_support_model(claim):
             return verify_claim(claim, evidence_by_id, plan, authorised_ids=authorised_ids)
-        from cairn.backends import embedder
+        from core.backends import embedder
 
         return verify_claim(
             claim,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from answers import engine, followups, streaming
+from answers import engine, service, streaming
 from answers.cache import cached_search
 from answers.query_parser import QueryError, parse_query
 from answers.serializers import (
@@ -22,13 +21,12 @@ from answers.serializers import (
     SearchQuerySerializer,
     SearchResponseSerializer,
 )
-from cairn.api import ApiError
-from cairn.openapi import SSE_EVENT, error_responses
+from core.errors import ApiError
+from core.openapi import SSE_EVENT, error_responses
 from retrieval.permissions import permission_context
-from tenants.audit import do_record_answer_audit
 from tenants.views_base import TenantAPIView
 
-# 400 invalid input, 404 unknown conversation or format suffix, plus the common ones (cairn/openapi.py).
+# 400 invalid input, 404 unknown conversation or format suffix, plus the common ones (core/openapi.py).
 ERRORS = error_responses(400, 404)
 # The stream views render an error before the stream starts as one `error` event when the client
 # asked for text/event-stream (answers/streaming.py EventStreamRenderer).
@@ -54,12 +52,10 @@ class AnswerView(TenantAPIView):
         )  # fmt: skip
         perm = permission_context(request.user)
         try:
-            turn = followups.answer_turn(perm, data["question"], extra, data.get("conversation_id"))
+            body = service.ask(perm, data["question"], extra, username=request.user.username, via=self.principal.via,
+                               conversation_id=data.get("conversation_id"))  # fmt: skip
         except QueryError as exc:
             raise _query_error(exc) from exc
-        body = streaming.finish_response(turn.response, trace_id=uuid.uuid4().hex,
-                                         conversation_id=turn.conversation_id)  # fmt: skip
-        do_record_answer_audit(perm, data["question"], body, username=request.user.username, via=self.principal.via)
         return Response(body)
 
 
@@ -120,7 +116,7 @@ class AnswerStreamView(TenantAPIView):
                conversation_id: str | None) -> HttpResponseBase:  # fmt: skip
         # Only ids leave the view: the generator re-enters tenant_context for this tenant and user.
         return streaming.streaming_response(
-            streaming.answer_event_stream(
+            service.ask_stream(
                 tenant_id=self.principal.tenant_id, user_id=request.user.pk, via=self.principal.via,
                 question=question, extra=extra, conversation_id=conversation_id,
             )

@@ -236,7 +236,7 @@ Samples = dict[str, list[float]]
 def confluence_source(people: People, api: Api, work: Path) -> Iterator[Callable[[int, Samples, float, float], None]]:
     import copy
 
-    from connectors.crypto import decrypt_text
+    from core.crypto import decrypt_text
     from tenants.context import tenant_context
     from tests.connectors.confluence.fake_confluence import FakeConfluence
     from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
@@ -316,7 +316,7 @@ def confluence_source(people: People, api: Api, work: Path) -> Iterator[Callable
 def sharepoint_source(
     people: People, api: Api, work: Path, *, identical: bool = False
 ) -> Iterator[Callable[[int, Samples, float, float], None]]:
-    from connectors.crypto import decrypt_text
+    from core.crypto import decrypt_text
     from tenants.context import tenant_context
     from tests.connectors.integration.helpers import make_instance, map_identities, tiny_pdf
     from tests.connectors.sharepoint.fake_graph import CLIENT_ID, CLIENT_SECRET, FakeGraph, write_self_signed_cert

@@ -41,7 +41,7 @@ Checks (``violations`` in the report; the drill exits 1 when there are any):
 
 Writes ``benchmarks/out/fault_drill.json`` (per phase: requests, status counts, 503 codes, webhook
 deliveries/retries/status counts, readiness; drain time; lost / duplicated counts; violations).
-``tests/test_fault_drill.py`` runs a short version (``DrillOptions.ci()``).
+``tests/operations/test_fault_drill.py`` runs a short version (``DrillOptions.ci()``).
 """
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ def seed_main(spec_path: str, out_path: str) -> None:
     import django
 
     django.setup()
-    from connectors.crypto import decrypt_text
+    from core.crypto import decrypt_text
     from retrieval.models import Document
     from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
     from tenants.context import tenant_context

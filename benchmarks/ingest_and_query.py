@@ -213,7 +213,7 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import connections
 
-    from cairn.backends import embedder, get_backend
+    from core.backends import embedder, get_backend
     from retrieval import outbox, pipeline
     from retrieval.actions import do_create_source, do_record_identity, do_set_group_members
     from retrieval.backends.base import SearchFilters

@@ -36,8 +36,8 @@ app.autodiscover_tasks()
 @after_setup_task_logger.connect
 def _redact_worker_logs(logger: logging.Logger, **kwargs: object) -> None:
     """Celery replaces the root handlers that cairn/settings.py configured; its own get the same secret
-    redaction (cairn/logfilters.py), so a worker's log never carries a connector secret either."""
-    from cairn.logfilters import RedactSecrets
+    redaction (core/logfilters.py), so a worker's log never carries a connector secret either."""
+    from core.logfilters import RedactSecrets
 
     for handler in logger.handlers:
         if not any(isinstance(f, RedactSecrets) for f in handler.filters):

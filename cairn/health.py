@@ -9,6 +9,9 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from cairn.celery import app
+from core.backends import embedder
+
 
 def _check_db() -> dict[str, Any]:
     try:
@@ -30,7 +33,6 @@ def _check_broker() -> dict[str, Any]:
 
 
 def _check_worker() -> dict[str, Any]:
-    from cairn.celery import app
 
     try:
         replies = app.control.ping(timeout=1.0) or []
@@ -40,7 +42,6 @@ def _check_worker() -> dict[str, Any]:
 
 
 def _check_model() -> dict[str, Any]:
-    from cairn.backends import embedder
 
     try:
         e = embedder()

@@ -33,6 +33,12 @@ INSTALLED_APPS = [
     "retrieval",
     "answers",
     "connectors",
+    "connectors.demo",
+    "portal",
+    "console",
+    "slackbot",
+    "evaluation",
+    "devtools",
     "cairn",
 ]
 
@@ -68,7 +74,7 @@ TEMPLATES = [
 ]
 
 # The app connects as a role that neither owns the tables nor bypasses RLS;
-# migrations run with DATABASE_OWNER_URL (see cairn/stack.py and the README).
+# migrations run with DATABASE_OWNER_URL (see cairn/stack.py and docs/operations.md).
 DATABASES = {"default": parse_database_url(env_str("DATABASE_URL"))}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("CAIRN_DB_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -112,7 +118,7 @@ REST_FRAMEWORK = {
     # The API's contract is JSON: a form-encoded or multipart body gets a coded 415 instead of form
     # semantics (where an empty field means "not sent") that the schema does not describe.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "cairn.api.exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["cairn.throttles.MembershipRateThrottle", "cairn.throttles.TenantRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("CAIRN_RATE_USER", "1200/min"),
@@ -168,7 +174,7 @@ CAIRN = {
     "VERIFIER_JUDGE_TIMEOUT": env_float("CAIRN_VERIFIER_JUDGE_TIMEOUT", 30.0),
     # Let the in-process llama_cpp model judge support too (off: it measured below the fallback on SciFact).
     "VERIFIER_LOCAL_JUDGE": env_bool("CAIRN_VERIFIER_LOCAL_JUDGE", False),
-    # The llama_cpp writer's GGUF file (operator-chosen; empty = $CAIRN_DATA_DIR/llm default, see cairn/llm.py).
+    # The llama_cpp writer's GGUF file (operator-chosen; empty = $CAIRN_DATA_DIR/llm default, see answers/writers/local_model.py).
     "LLM_MODEL_PATH": env_str("CAIRN_LLM_MODEL_PATH", ""),
     # Read timeout of a generative writer's HTTP call: CPU-only local servers need minutes for long prompts.
     "WRITER_TIMEOUT_SECONDS": env_int("CAIRN_WRITER_TIMEOUT_SECONDS", 60, minimum=1),
@@ -185,8 +191,8 @@ CAIRN = {
     "FRESHNESS_FEED_MAX_AGE_SECONDS": env_int("CAIRN_FRESHNESS_FEED_MAX_AGE_SECONDS", 3600, minimum=0),
     "FRESHNESS_ALLOW_LOOPBACK": False,  # tests only: lets SafeFetcher reach a local feed server
     "DEMO_DATA_DIR": env_str("CAIRN_DEMO_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")),
-    # Reranking stage (retrieval/rerank.py): default needs no model beyond the embedder.
-    "RERANKER": env_str("CAIRN_RERANKER", "retrieval.rerank.MiniLMFusionReranker"),
+    # Reranking stage (answers/rerank.py): default needs no model beyond the embedder.
+    "RERANKER": env_str("CAIRN_RERANKER", "answers.rerank.MiniLMFusionReranker"),
     "RERANKER_DEPTH": env_int("CAIRN_RERANKER_DEPTH", 30, minimum=1),
     "RERANKER_SENTENCE_DEPTH": env_int("CAIRN_RERANKER_SENTENCE_DEPTH", 10, minimum=0),
     "RERANKER_MODEL_DIR": env_str("CAIRN_RERANKER_MODEL_DIR", ""),
@@ -218,8 +224,8 @@ LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    # Secrets out of every line, whichever library logged it (cairn/logfilters.py).
-    "filters": {"redact_secrets": {"()": "cairn.logfilters.RedactSecrets"}},
+    # Secrets out of every line, whichever library logged it (core/logfilters.py).
+    "filters": {"redact_secrets": {"()": "core.logfilters.RedactSecrets"}},
     # The console keeps CAIRN_LOG_LEVEL even when a file handler (or the test suite's canary) lowers the root.
     "handlers": {
         "console": {
@@ -233,7 +239,7 @@ LOGGING: dict[str, Any] = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 # Optional log file per process ("{pid}" is replaced): the test suite points every web/worker subprocess
-# here so its secret-canary scan (tests/secret_canary.py) reads their logs; operators may use it too.
+# here so its secret-canary scan (tests/security/secret_canary.py) reads their logs; operators may use it too.
 if env_str("CAIRN_LOG_FILE", ""):
     import os as _os
 
@@ -247,9 +253,8 @@ if env_str("CAIRN_LOG_FILE", ""):
     LOGGING["root"]["handlers"] = ["console", "file"]
     CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep the file handler in Celery workers
 
-# Slack bot (connectors/slack/bot.py): its Celery task lives outside a tasks.py module, and
-# answers are throttled per Slack user and per channel (per minute).
-CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "connectors.slack.bot"]
+# Slack bot (slackbot/): answers are throttled per Slack user and per channel (per minute).
+CELERY_IMPORTS = [*globals().get("CELERY_IMPORTS", []), "connectors.sharepoint.tasks"]
 CAIRN["SLACK_BOT_USER_PER_MINUTE"] = env_int("CAIRN_SLACK_BOT_USER_PER_MINUTE", 6, minimum=1)
 CAIRN["SLACK_BOT_CHANNEL_PER_MINUTE"] = env_int("CAIRN_SLACK_BOT_CHANNEL_PER_MINUTE", 20, minimum=1)
 
@@ -289,7 +294,7 @@ CELERY_BEAT_SCHEDULE["connectors-graph-subscriptions"] = {
     "schedule": 3600.0,
 }
 
-# Outbox sweepers (fault drill, README "Fault drill"): beat re-queues ingest events and webhook deliveries
+# Outbox sweepers (fault drill, docs/benchmarks.md "Fault drill"): beat re-queues ingest events and webhook deliveries
 # still pending after a broker outage, a lost message or a killed worker.  Production keeps the defaults;
 # the drill shortens them so recovery is observable in seconds.
 CELERY_BEAT_SCHEDULE["sweep-pending-ingest-events"] = {

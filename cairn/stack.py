@@ -415,7 +415,7 @@ def cmd_services(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------------
-# Backup and restore (README "Backup and restore")
+# Backup and restore (docs/operations.md "Backup and restore")
 # --------------------------------------------------------------------------------------------------
 
 
@@ -470,7 +470,7 @@ class _Services:
         if not url:
             raise SystemExit(
                 "CAIRN_BACKUP_DATABASE_URL is required with an external DATABASE_URL: a role with BYPASSRLS "
-                "(see README, Backup and restore)"
+                "(see docs/operations.md, Backup and restore)"
             )
         return url
 

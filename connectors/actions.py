@@ -15,8 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from connectors.base import DeleteDocument, IdentitySeen, SetGroupMembers, SyncOp, UpdateAcl, UpsertDocument
-from connectors.crypto import decrypt_json, encrypt_json, encrypt_text
+from connectors.dispatch import enqueue_sync
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
+from core.crypto import decrypt_json, encrypt_json, encrypt_text
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
@@ -136,8 +137,6 @@ def do_request_sync(instance: ConnectorInstance, mode: str) -> SyncState:
 
 
 def _enqueue_run(state: SyncState, countdown: float | None = None) -> None:
-    from connectors.tasks import enqueue_sync
-
     tenant_id = require_tenant_id()
     args = (tenant_id, state.instance_id, state.mode, state.run_id)
     transaction.on_commit(lambda: enqueue_sync(*args, countdown=countdown))

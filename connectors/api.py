@@ -18,9 +18,6 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from cairn.api import ApiError
-from cairn.http import OutboundHTTPError, RateLimited, redact
-from cairn.openapi import error_responses
 from connectors.actions import (
     do_create_connector_instance,
     do_request_sync,
@@ -30,9 +27,12 @@ from connectors.actions import (
 )
 from connectors.base import ConnectorError
 from connectors.confluence.webhooks import ROUTES as CONFLUENCE_ROUTES
-from connectors.crypto import CredentialsError, decrypt_text
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
 from connectors.runtime import build_connector, known_kinds
+from core.crypto import CredentialsError, decrypt_text
+from core.errors import ApiError
+from core.http import OutboundHTTPError, RateLimited, redact
+from core.openapi import error_responses
 from retrieval.models import Document, Source
 from tenants.views_base import TenantAPIView
 
@@ -46,7 +46,7 @@ URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url")
 
 
 # 400 invalid input, 404 no such connector in this tenant, 409 name taken, 503 credentials key missing,
-# plus what every tenant API view can answer (cairn/openapi.py).
+# plus what every tenant API view can answer (core/openapi.py).
 ERRORS = error_responses(400, 404, 409)
 
 

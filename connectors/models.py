@@ -2,7 +2,7 @@
 
 Every table here is tenant-owned and under forced RLS (see the migrations).
 Credentials and webhook secrets are stored encrypted (Fernet, ``settings.CREDENTIALS_KEY``)
-and are never returned by the API nor logged (``connectors.crypto``).
+and are never returned by the API nor logged (``core.crypto``).
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from cairn.http import RateLimited, build_session, validate_url
 from connectors.base import Connector
-from connectors.crypto import decrypt_json
 from connectors.models import ConnectorInstance
+from core.crypto import decrypt_json
+from core.http import RateLimited, build_session, validate_url
 
 # Waits up to this long happen in-process (small jittered retries); anything longer is handed
 # back to Celery as a countdown so a throttled source never holds a worker.

@@ -4,7 +4,7 @@ A sync applies each op through ``connectors.actions.apply_sync_op`` and stores t
 checkpoint in the SAME transaction, so after a crash (worker SIGKILLed, machine lost) the run
 resumes exactly after the last applied op (at-least-once towards the source, idempotent ops).
 Tasks are acks_late and enqueued on commit.  A throttled source (``ConnectorError`` with
-``retry_after``, ``cairn.http.RateLimited``) is rescheduled with a countdown; no worker sleeps
+``retry_after``, ``core.http.RateLimited``) is rescheduled with a countdown; no worker sleeps
 for it.  A Postgres advisory lock per instance keeps two syncs of one instance apart; it is
 tied to the worker's DB session, so a killed worker releases it.
 """
@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import requests
 from celery import shared_task
-from django.conf import settings
 from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from cairn.http import OutboundHTTPError, RateLimited, redact
 from connectors.actions import ACTIVE, apply_sync_op, do_request_sync
 from connectors.base import ConnectorError
-from connectors.crypto import CredentialsError
+from connectors.dispatch import enqueue_sync, sync_queue
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
 from connectors.runtime import build_connector
+from core.crypto import CredentialsError
+from core.http import OutboundHTTPError, RateLimited, redact
 from retrieval.actions import do_enqueue_delete
 from retrieval.models import Document, Source
 from tenants.context import tenant_context
@@ -48,18 +48,6 @@ SOURCE_FIELDS = {"full": "last_full_sync_at", "incremental": "last_incremental_s
                  "permission": "last_permission_sync_at"}  # fmt: skip
 LOCKED_RETRY_S = 5.0
 TRANSIENT_RETRY_S = 30.0
-
-
-def sync_queue() -> str:
-    return str(settings.CAIRN.get("CONNECTOR_QUEUE", "ingest"))
-
-
-def enqueue_sync(tenant_id: int, instance_pk: int, mode: str, run_id: str, *, countdown: float | None = None,
-                 queue: str | None = None) -> None:  # fmt: skip
-    try:
-        run_sync.apply_async((tenant_id, instance_pk, mode, run_id), queue=queue or sync_queue(), countdown=countdown)
-    except Exception:  # broker down: the run stays queued and resume_stalled_syncs re-queues it
-        log.warning("could not queue %s sync of connector %s", mode, instance_pk, exc_info=True)
 
 
 @contextmanager
@@ -322,62 +310,3 @@ def resume_stalled_syncs(stale_after_seconds: int = 300) -> int:
 
 
 # ------------------------------------------------------------------ Graph subscriptions (SharePoint)
-
-SUBSCRIPTION_LOCK_NAMESPACE = 0x6773  # "gs": one maintenance run per instance (no double POSTs)
-
-
-def enqueue_graph_subscriptions(tenant_id: int, instance_pk: int) -> None:
-    try:
-        maintain_graph_subscriptions.apply_async((tenant_id, instance_pk), queue=sync_queue())
-    except Exception:  # broker down: the pending work is in the row; beat queues it again
-        log.warning("could not queue subscription maintenance of connector %s", instance_pk, exc_info=True)
-
-
-@shared_task(acks_late=True, name="connectors.tasks.maintain_graph_subscriptions")
-def maintain_graph_subscriptions(tenant_id: int, instance_pk: int) -> str:
-    """Ensure one live Graph subscription per drive of a SharePoint instance (see
-    ``connectors.sharepoint.subscriptions``).  Graph is called outside any transaction."""
-    from connectors.sharepoint.subscriptions import maintain_subscriptions, save_subscription_state
-
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [SUBSCRIPTION_LOCK_NAMESPACE, instance_pk])
-        if not cur.fetchone()[0]:
-            return "locked"  # the run holding it reads the same pending work
-    try:
-        with tenant_context(tenant_id):
-            instance = ConnectorInstance.objects.filter(pk=instance_pk, kind="sharepoint").first()
-            if instance is None or instance.paused:
-                return "skipped"
-            try:
-                connector = build_connector(instance)
-            except (CredentialsError, LookupError, KeyError, ValueError, OutboundHTTPError) as exc:
-                log.warning("connector %s: cannot build it for subscriptions: %s", instance_pk, _error_text(exc))
-                return "failed"
-        outcome = maintain_subscriptions(instance, connector)
-        if outcome.skipped:
-            return outcome.skipped
-        with tenant_context(tenant_id):
-            save_subscription_state(instance_pk, outcome)
-        if outcome.errors:
-            log.warning("connector %s subscriptions: %s", instance_pk, "; ".join(outcome.errors)[:2000])
-        return f"created={len(outcome.created)} renewed={len(outcome.renewed)} errors={len(outcome.errors)}"
-    finally:
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [SUBSCRIPTION_LOCK_NAMESPACE, instance_pk])
-
-
-@shared_task(acks_late=True, name="connectors.tasks.schedule_graph_subscriptions")
-def schedule_graph_subscriptions() -> int:
-    """Beat: queue maintenance for every unpaused SharePoint instance (one drive listing per site;
-    renewals only inside the renewal window or when a lifecycle event asked for one)."""
-    from connectors.sharepoint.subscriptions import notification_url
-
-    queued = 0
-    for tenant_id in Tenant.objects.values_list("id", flat=True):
-        with tenant_context(tenant_id):
-            pks = [i.pk for i in ConnectorInstance.objects.filter(kind="sharepoint", paused=False)
-                   if notification_url(i)]  # fmt: skip
-        for pk in pks:
-            enqueue_graph_subscriptions(tenant_id, pk)
-            queued += 1
-    return queued

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import asdict, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from retrieval.contracts import Acl, SourceDocument, normalise_acl
+from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, document_payload, normalise_acl, without_nul
 from retrieval.models import IngestEvent, Source
 from retrieval.permissions import bump_acl_version
+from retrieval.tasks import enqueue_ingest_event
 from tenants.context import require_tenant_id
 from tenants.models import ExternalIdentity, Group, GroupMember, Membership, User
 
@@ -33,38 +33,6 @@ def do_create_source(kind: str, name: str, *, config: dict[str, Any] | None = No
     return source
 
 
-def _without_nul(value: Any) -> Any:
-    # Postgres text and jsonb cannot hold U+0000; a source that sends one must not make the
-    # whole event fail to store.
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_without_nul(v) for v in value]
-    return value
-
-
-def document_payload(doc: SourceDocument) -> dict[str, Any]:
-    data = _without_nul(asdict(doc))
-    data.pop("content")
-    for key in ("created_at", "updated_at"):
-        if isinstance(data[key], datetime):
-            data[key] = data[key].isoformat()
-    data["acl"] = [list(c) for c in doc.acl]
-    return data
-
-
-def document_from_payload(payload: dict[str, Any], content: bytes) -> SourceDocument:
-    data = dict(payload)
-    for key in ("created_at", "updated_at"):
-        if data.get(key):
-            data[key] = datetime.fromisoformat(data[key])
-    data["acl"] = normalise_acl(data.get("acl", []))
-    data["metadata"] = dict(data.get("metadata") or {})
-    return SourceDocument(content=content, **data)
-
-
 def _default_event_id(kind: str, external_id: str, version: int | None, extra: str = "") -> str:
     raw = f"{kind}\0{external_id}\0{version}\0{extra}"
     return "auto:" + hashlib.sha256(raw.encode()).hexdigest()[:40]
@@ -73,8 +41,6 @@ def _default_event_id(kind: str, external_id: str, version: int | None, extra: s
 def _record_event(source: Source, *, event_id: str, kind: str, external_id: str, payload: dict[str, Any],
                   content: bytes | None, source_version: int | None, priority: int) -> IngestEvent | None:  # fmt: skip
     """Store the event and queue it after commit; a repeated event id is a no-op (None)."""
-    from retrieval.tasks import enqueue_ingest_event
-
     try:
         with transaction.atomic():
             event = IngestEvent.objects.create(
@@ -86,12 +52,6 @@ def _record_event(source: Source, *, event_id: str, kind: str, external_id: str,
     tenant_id = require_tenant_id()
     transaction.on_commit(lambda: enqueue_ingest_event(tenant_id, event.pk, priority))
     return event
-
-
-# Marks an upsert as the source's restore of a deleted item (e.g. a Confluence page taken out of
-# the trash, which keeps its version number): the pipeline lets it replace a tombstone of the
-# same version.  The pipeline strips the marker before storing metadata.
-RESTORE_MARKER = "_cairn_restore"
 
 
 def do_enqueue_document(source: Source, doc: SourceDocument, *, event_id: str | None = None,
@@ -106,7 +66,7 @@ def do_enqueue_document(source: Source, doc: SourceDocument, *, event_id: str | 
         hashlib.sha256(doc.content).hexdigest() + (timezone.now().isoformat() if restore else ""),
     )
     return _record_event(
-        source, event_id=eid, kind="upsert", external_id=_without_nul(doc.external_id), payload=document_payload(doc),
+        source, event_id=eid, kind="upsert", external_id=without_nul(doc.external_id), payload=document_payload(doc),
         content=doc.content, source_version=doc.source_version, priority=priority,
     )  # fmt: skip
 

@@ -16,8 +16,9 @@ empty clause means nobody can read the document (fail closed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 Acl = tuple[tuple[str, ...], ...]
 
@@ -83,3 +84,41 @@ class SourceDocument:
     updated_at: datetime | None = None
     version_label: str = ""  # a product/document version the text describes, e.g. "2023-Q3"
     metadata: dict[str, str] = field(default_factory=dict)
+
+
+# Marks an upsert as the source's restore of a deleted item (e.g. a Confluence page taken out of
+# the trash, which keeps its version number): the pipeline lets it replace a tombstone of the
+# same version.  The pipeline strips the marker before storing metadata.
+RESTORE_MARKER = "_cairn_restore"
+
+
+def without_nul(value: Any) -> Any:
+    # Postgres text and jsonb cannot hold U+0000; a source that sends one must not make the
+    # whole event fail to store.
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_nul(v) for v in value]
+    return value
+
+
+def document_payload(doc: SourceDocument) -> dict[str, Any]:
+    data = without_nul(asdict(doc))
+    data.pop("content")
+    for key in ("created_at", "updated_at"):
+        if isinstance(data[key], datetime):
+            data[key] = data[key].isoformat()
+    data["acl"] = [list(c) for c in doc.acl]
+    return data
+
+
+def document_from_payload(payload: dict[str, Any], content: bytes) -> SourceDocument:
+    data = dict(payload)
+    for key in ("created_at", "updated_at"):
+        if data.get(key):
+            data[key] = datetime.fromisoformat(data[key])
+    data["acl"] = normalise_acl(data.get("acl", []))
+    data["metadata"] = dict(data.get("metadata") or {})
+    return SourceDocument(content=content, **data)

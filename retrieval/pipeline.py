@@ -23,9 +23,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from retrieval.actions import RESTORE_MARKER
 from retrieval.chunking import ChunkSpan, chunk_text
-from retrieval.contracts import Acl, SourceDocument, normalise_acl
+from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, normalise_acl
 from retrieval.fingerprint import canonical_url, content_fingerprint, simhash64
 from retrieval.models import Chunk, Document, IndexState, Source
 from retrieval.outbox import record_index_change

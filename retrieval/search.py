@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import connection
 
-from cairn.backends import embedder, index_backend
+from core.backends import embedder, index_backend
 from retrieval.backends.base import LegResult, SearchFilters
 from retrieval.fingerprint import is_near_duplicate
 from retrieval.models import Chunk

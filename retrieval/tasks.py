@@ -16,9 +16,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from cairn.backends import embedder
+from core.backends import embedder
 from retrieval import pipeline
-from retrieval.actions import document_from_payload
+from retrieval.contracts import document_from_payload
 from retrieval.models import IngestEvent
 from tenants.context import tenant_context
 from tenants.models import Tenant

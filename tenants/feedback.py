@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.api import ApiError
+from core.errors import ApiError
 from tenants.audit import claim_digest
 from tenants.models import AuditEvent, Feedback
 

@@ -15,13 +15,14 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT, Cast, unique
+
+# Browser fixtures (web_server, browser, page, org) for tests/portal and tests/console.
+pytest_plugins = ["tests.browser"]
 
 
 @pytest.fixture(scope="session")
@@ -35,25 +36,7 @@ def _db_access(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
         yield
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-@dataclass
-class Cast:
-    """alice, bob, carol in tenant A; mallory in tenant B."""
-
-    tenant_a: Any
-    tenant_b: Any
-    alice: Any
-    bob: Any
-    carol: Any
-    mallory: Any
-    tokens: dict[str, str]
-
-
-@pytest.fixture
-def cast() -> Cast:
+def make_cast() -> Cast:
     from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
 
     a = do_create_tenant(unique("tenant-a"), "Tenant A")
@@ -70,11 +53,17 @@ def cast() -> Cast:
     return Cast(a, b, users["alice"], users["bob"], users["carol"], users["mallory"], tokens)
 
 
-def ingest_inline(tenant_id: int) -> int:
-    """Apply the tenant's pending ingest events in this process (same code the worker runs)."""
-    from retrieval.tasks import process_pending_inline
+@pytest.fixture
+def cast() -> Cast:
+    return make_cast()
 
-    return process_pending_inline(tenant_id)
+
+@pytest.fixture(scope="module")
+def module_cast(django_db_blocker: Any) -> Cast:
+    """The same cast, shared by one module's tests: for read-only fixtures that ingest (ingesting once per
+    module instead of once per test keeps the suite inside CI's limit). Tests using it must not change it."""
+    with django_db_blocker.unblock():
+        return make_cast()
 
 
 # Module scope on purpose: a worker left running would race the in-process ingestion
@@ -108,8 +97,8 @@ def celery_worker_process() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # The secret canary (tests/secret_canary.py) watches the whole run: logs, responses, the database.
-    from tests import secret_canary
+    # The secret canary (tests/security/secret_canary.py) watches the whole run: logs, responses, the database.
+    from tests.security import secret_canary
 
     secret_canary.register(config)
 

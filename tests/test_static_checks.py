@@ -1,13 +1,15 @@
-"""The house style is enforced, not hoped for: ruff (lint + format) on everything, mypy on the app code."""
+"""The house style is enforced, not hoped for: ruff (lint + format) on everything, mypy on the app code,
+and the floor plan (pyproject.toml's import-linter contracts) on every import."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.support import ROOT
 
-APP_PACKAGES = ["cairn", "answers", "retrieval", "tenants", "connectors"]
+APP_PACKAGES = ["core", "tenants", "retrieval", "connectors", "answers", "portal", "console", "slackbot", "evaluation",
+                "devtools", "cairn"]  # fmt: skip
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -25,3 +27,16 @@ def test_mypy_finds_no_type_errors_in_the_app_code() -> None:
     # --cache-dir in the test-artifacts folder: a clean checkout has no .mypy_cache to reuse anyway.
     result = _run("mypy", "--cache-dir", str(ROOT / "test-artifacts" / "mypy-cache"), *APP_PACKAGES)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+
+
+def test_every_import_respects_the_floor_plan() -> None:
+    # lint-imports reads [tool.importlinter] in pyproject.toml: the layers contract and the forbidden ones.
+    result = subprocess.run([str(ROOT / ".venv" / "bin" / "lint-imports"), "--no-cache"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout
+
+
+def test_the_contract_lists_no_exceptions() -> None:
+    # "ignore_imports" would let an arrow run back up a floor; the floor plan allows none.
+    assert "ignore_imports" not in (ROOT / "pyproject.toml").read_text()

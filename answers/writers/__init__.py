@@ -2,7 +2,7 @@
 
 A tenant without ``AnswerSettings`` uses ``settings.CAIRN["WRITER"]`` (extractive by
 default).  ``openai_compatible`` talks to any OpenAI-compatible endpoint through
-``cairn.http``; ``llama_cpp`` is an optional local adapter (only if ``llama_cpp`` is
+``core.http``; ``llama_cpp`` is an optional local adapter (only if ``llama_cpp`` is
 importable; otherwise the engine falls back to the default writer and says so).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from cairn.backends import writer as default_writer
+from core.backends import writer as default_writer
 
 
 def encrypt_secret(value: str) -> str:

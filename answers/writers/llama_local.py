@@ -2,7 +2,7 @@
 
 ``llama-cpp-python`` has no binary wheel (it compiles for ~16 minutes, see
 ``../shared/MODELS.md``), so it lives in ``requirements-llm.txt`` and is installed by
-``python -m cairn.llm install``.  The operator names the model file
+``python -m answers.writers.local_model install``.  The operator names the model file
 (``CAIRN_LLM_MODEL_PATH``); a tenant admin only chooses the ``llama_cpp`` writer, never a
 path, so an admin cannot make the server open arbitrary files.
 
@@ -25,8 +25,8 @@ from typing import Any
 from django.conf import settings
 
 from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan
+from answers.writers import local_model as llm
 from answers.writers.openai_compat import RESPONSE_SCHEMA, build_messages, parse_claims
-from cairn import llm
 
 _lock = threading.Lock()
 _models: dict[str, Any] = {}
@@ -68,7 +68,9 @@ class LlamaCppWriter:
                  max_tokens: int = 512) -> None:  # fmt: skip
         path = path or model_path()
         if not llm.runtime_available() or path is None:
-            raise RuntimeError("llama_cpp or the model file is missing: run `python -m cairn.llm install`")
+            raise RuntimeError(
+                "llama_cpp or the model file is missing: run `python -m answers.writers.local_model install`"
+            )
         self.model = Path(path).name  # part of the release identity (and so of cache keys)
         self._path = str(path)
         self._n_ctx = n_ctx

@@ -10,7 +10,7 @@ Injection boundaries, enforced here rather than hoped for in a prompt:
   anything else (malformed JSON, wrong types, unknown fields) yields *no claims*, and the
   engine abstains.  Every claim still goes through the verifier afterwards, so a model
   that invents a quote, cites an id it was not given, or adds a link gets nothing past it.
-* HTTP goes through ``cairn.http`` (timeouts, size cap, SSRF checks); the configured
+* HTTP goes through ``core.http`` (timeouts, size cap, SSRF checks); the configured
   endpoint host is the only host exempt from the private-address check, because an
   operator chose it (a vLLM box on the internal network is normal).
 """
@@ -24,7 +24,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from cairn.http import OutboundHTTPError, build_session, redact
+from core.http import OutboundHTTPError, build_session, redact
 
 WRITER_NAME = "openai-compatible"
 WRITER_VERSION = "1"

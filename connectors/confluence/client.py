@@ -12,7 +12,7 @@ once and never honours Retry-After on a 503.  So every URL here is built
 deliberately (v2 under ``/wiki/api/v2``, v1 under ``/wiki/rest/api``) and sent
 through the injected session; the tests record and assert each path.
 
-Retries: if ``cairn.http`` is importable its ``request_with_retries`` does the
+Retries: if ``core.http`` is importable its ``request_with_retries`` does the
 429/503 handling (and ``build_session`` supplies the default session with the
 outbound host allow-list); otherwise a small local loop honours Retry-After
 (fractional seconds or an HTTP date) with jitter.
@@ -39,7 +39,7 @@ from connectors.base import ConnectorError
 log = logging.getLogger(__name__)
 
 try:  # the shared HTTP module may not exist yet; decided once, at import time
-    from cairn import http as _cairn_http  # type: ignore[attr-defined]
+    from core import http as _cairn_http  # type: ignore[attr-defined]
 
     _request_with_retries: Callable[..., requests.Response] | None = getattr(_cairn_http, "request_with_retries", None)
     _build_session: Callable[..., requests.Session] | None = getattr(_cairn_http, "build_session", None)
@@ -127,7 +127,7 @@ def next_link_from_header(link_header: str | None) -> str | None:
 
 
 def default_session(site_url: str) -> requests.Session:
-    """``cairn.http.build_session`` restricted to the site (and the media redirect host) when available."""
+    """``core.http.build_session`` restricted to the site (and the media redirect host) when available."""
     if _build_session is None:
         return requests.Session()
     host = urlsplit(site_url).hostname or ""
@@ -193,7 +193,7 @@ class ConfluenceClient:
 
     def _send(self, url: str, *, stream: bool = False) -> requests.Response:
         kwargs: dict[str, Any] = {"timeout": self.timeout, "stream": stream}
-        # cairn.http's HardenedSession never follows redirects on its own (attachment downloads
+        # core.http's HardenedSession never follows redirects on its own (attachment downloads
         # redirect to the media host); a plain session follows them by default.
         if hasattr(self.session, "follow_redirects"):
             kwargs["follow_redirects"] = True

@@ -13,8 +13,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from connectors.actions import do_store_inbound_event
 from connectors.confluence.webhooks import WebhookRejected, parse_event, verify_secret
-from connectors.crypto import decrypt_text
 from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
+from core.crypto import decrypt_text
 from tenants.context import tenant_context
 
 

@@ -1,7 +1,7 @@
 """A small Microsoft Graph v1.0 client for the SharePoint connector.
 
 Everything goes through one injected ``requests.Session`` (by default
-``cairn.http.build_session``, which enforces the outbound host allow-list):
+``core.http.build_session``, which enforces the outbound host allow-list):
 the Graph calls, the pre-authenticated download redirects and msal's own
 token requests.  The client never sets credentials on the session itself, so
 nothing but an explicit Graph call can carry the bearer token.
@@ -68,7 +68,7 @@ class Page:
 
 def _default_session(max_response_bytes: int) -> requests.Session:
     try:
-        from cairn.http import build_session
+        from core.http import build_session
     except ImportError:  # the shared hardened client is missing: a plain session still works
         return requests.Session()
     # Graph, login.microsoftonline.com and the *.sharepoint.com download hosts are all public,
@@ -431,16 +431,16 @@ def _raise_for_status(resp: requests.Response, path_or_url: str) -> None:
 
 def _is_outbound_refusal(exc: BaseException) -> bool:
     try:
-        from cairn.http import OutboundHTTPError
+        from core.http import OutboundHTTPError
     except ImportError:
         return False
     return isinstance(exc, OutboundHTTPError)
 
 
 def _rate_limited_seconds(exc: BaseException) -> float | None:
-    # cairn.http may raise its own RateLimited from inside the session; honour its wait.
+    # core.http may raise its own RateLimited from inside the session; honour its wait.
     try:
-        from cairn.http import RateLimited
+        from core.http import RateLimited
     except ImportError:
         return None
     if isinstance(exc, RateLimited):

@@ -34,11 +34,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from cairn.http import OutboundHTTPError
 from connectors.base import ConnectorError
-from connectors.crypto import decrypt_text
+from connectors.dispatch import enqueue_graph_subscriptions
 from connectors.models import ConnectorInstance
 from connectors.sharepoint.client import NotFound
+from core.crypto import decrypt_text
+from core.http import OutboundHTTPError
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,6 @@ def do_request_subscription_work(instance: ConnectorInstance, *, renew: list[str
     """Record lifecycle work durably and queue the maintenance task after commit (tenant context)."""
     if not renew and not recreate:
         return
-    from connectors.tasks import enqueue_graph_subscriptions
     from tenants.context import require_tenant_id
 
     with transaction.atomic():

@@ -19,11 +19,11 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from connectors.actions import do_request_sync, do_store_inbound_event
-from connectors.crypto import decrypt_text
 from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
 from connectors.models import InboundEvent, SyncState
 from connectors.sharepoint.notifications import DriveDelta, LifecycleAction, handle_notifications, validation_reply
 from connectors.sharepoint.subscriptions import do_request_subscription_work
+from core.crypto import decrypt_text
 from tenants.context import tenant_context
 
 

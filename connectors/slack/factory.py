@@ -1,6 +1,6 @@
 """Build a ``SlackConnector`` from a stored connector instance (registered in settings).
 
-The Slack SDK does its own HTTP; the base URL is still checked with ``cairn.http`` rules
+The Slack SDK does its own HTTP; the base URL is still checked with ``core.http`` rules
 (public only, unless the operator allowed the instance a private address).
 """
 

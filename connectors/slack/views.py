@@ -4,23 +4,25 @@ Signature v0 over the raw body with the 5-minute window (current and previous si
 during a rotation), ``url_verification`` answered with the challenge, every other delivery
 stored in the instance's event inbox (deduplicated by ``event_id``) and an incremental run
 queued to drain it.  ``app_mention`` and DM events are also handed to the Slack bot, if one is
-installed (``connectors.slack.bot.handle_bot_event``), after they were stored.
+registered (the slackbot app registers ``slackbot.views.handle_bot_event`` through
+:func:`register_bot_handler` when Django starts), after they were stored.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from connectors.actions import do_request_sync, do_store_inbound_event
-from connectors.crypto import decrypt_json
 from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
 from connectors.slack.events import verify_signature
 from connectors.slack.factory import signing_secrets
+from core.crypto import decrypt_json
 from tenants.context import tenant_context
 
 log = logging.getLogger(__name__)
@@ -34,15 +36,25 @@ def is_bot_event(event: Any) -> bool:
     return event.get("type") == "message" and event.get("channel_type") == "im" and not event.get("bot_id")
 
 
+BotHandler = Callable[[Any, Mapping[str, Any]], object]
+# The bot is a surface above connectors: it registers itself here instead of being imported, so
+# connectors never import the bot. A deployment without the slackbot app simply has no handler.
+_bot_handlers: list[BotHandler] = []
+
+
+def register_bot_handler(handler: BotHandler) -> None:
+    if handler not in _bot_handlers:
+        _bot_handlers.append(handler)
+
+
 def _call_bot(instance: Any, event: dict[str, Any]) -> None:
-    try:
-        from connectors.slack import bot  # written separately; optional
-    except ImportError:
-        return
-    try:
-        bot.handle_bot_event(instance, event)
-    except Exception:
-        log.exception("the Slack bot hook failed for connector %s", instance.pk)
+    if not _bot_handlers:
+        log.warning("a Slack bot event arrived for connector %s but no bot is installed", instance.pk)
+    for handler in _bot_handlers:
+        try:
+            handler(instance, event)
+        except Exception:
+            log.exception("the Slack bot hook failed for connector %s", instance.pk)
 
 
 @csrf_exempt

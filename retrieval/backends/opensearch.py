@@ -7,7 +7,7 @@ index other tenants' documents would move a tenant's scores (a ranking bug and a
 side channel on what other tenants write about); per-tenant indexes keep the same
 per-tenant statistics as the Postgres backend, make a tenant's reindex, deletion
 and sizing independent, and the alias gives zero-downtime rebuilds.  The cost is
-one shard per tenant, see the README's sizing notes.
+one shard per tenant, see the sizing notes in docs/benchmarks.md.
 
 Every query still carries ``tenant_id`` and ``acl_set_id`` terms in the bool
 query's ``filter`` clause (or inside the k-NN query's ``filter``, which makes the

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # Needs a superuser the first time (pgvector is not a trusted extension); the
-        # embedded stack creates it before migrating, external installs see README.
+        # embedded stack creates it before migrating, external installs see docs/operations.md.
         migrations.RunSQL("CREATE EXTENSION IF NOT EXISTS vector", reverse_sql=migrations.RunSQL.noop),
         migrations.CreateModel(
             name='AclSet',

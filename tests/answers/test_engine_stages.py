@@ -4,83 +4,22 @@ model writer, aliases, source hierarchy, freshness feeds, navigational queries."
 from __future__ import annotations
 
 import json
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from answers.freshness import do_refresh_feed
 from answers.models import FreshnessFeed
-from cairn.http import SafeFetcher
-from retrieval.actions import do_create_source, do_enqueue_document
-from retrieval.contracts import SourceDocument
+from core.http import SafeFetcher
 from retrieval.models import Chunk, Document
 from tenants.context import tenant_context
-from tests.conftest import ingest_inline
-from tests.factories import client_for
-
-PUBLIC = (("public:tenant",),)
-
-
-def add_docs(tenant: Any, source_name: str, tier: int, docs: list[dict[str, Any]], kind: str = "confluence") -> Any:
-    with tenant_context(tenant.pk):
-        src = do_create_source(kind, source_name, authority_tier=tier)
-        for d in docs:
-            do_enqueue_document(src, SourceDocument(
-                external_id=d["id"], title=d.get("title", d["id"]), url=d.get("url", f"https://wiki.example.com/{d['id']}"),
-                content=d["text"].encode(), media_type=d.get("media_type", "text/plain"), acl=PUBLIC, source_version=1,
-                container=d.get("container", "ENG"), updated_at=d.get("updated", datetime(2026, 1, 15, tzinfo=UTC)),
-                version_label=d.get("version", ""),
-            ))  # fmt: skip
-    ingest_inline(tenant.pk)
-    return src
-
-
-def ask(token: str, question: str) -> dict[str, Any]:
-    r = client_for(token).post("/api/v1/answers", {"question": question}, format="json")
-    assert r.status_code == 200, r.content
-    return r.json()
-
-
-class _Server:
-    """A local HTTP server; ``responses`` maps a path to (status, headers, body)."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.responses: dict[str, tuple[int, dict[str, str], bytes]] = {}
-        outer = self
-
-        class H(BaseHTTPRequestHandler):
-            def _reply(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                outer.requests.append({"path": self.path, "body": json.loads(body) if body else None})
-                status, headers, payload = outer.responses.get(self.path, (404, {}, b""))
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST = _reply  # noqa: N815
-
-            def log_message(self, *a: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def url(self, path: str = "") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+from tests.answers.helpers import RecordingServer, add_docs, ask
+from tests.support import client_for
 
 
 @pytest.fixture
 def server():
-    s = _Server()
+    s = RecordingServer()
     yield s
     s.httpd.shutdown()
 

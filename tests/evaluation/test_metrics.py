@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from retrieval.evaluation.metrics import doc_ranking_from_chunks, ndcg_at_k, per_label_f1, percentile, recall_at_k
+from evaluation.metrics import doc_ranking_from_chunks, ndcg_at_k, per_label_f1, percentile, recall_at_k
 
 
 def test_it_computes_ndcg_with_linear_gain_like_trec_eval() -> None:

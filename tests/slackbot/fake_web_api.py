@@ -17,9 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from tests.secret_canary import secret
+from tests.security.secret_canary import secret
 
-TOKEN = secret("xoxb-bot-test-token")  # carries the run's secret canary (tests/secret_canary.py)
+TOKEN = secret("xoxb-bot-test-token")  # carries the run's secret canary (tests/security/secret_canary.py)
 
 
 @dataclass

@@ -14,15 +14,14 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
-from connectors.slack.bot import answer_blocks, escape_mrkdwn, safe_link
 from connectors.slack.events import sign
+from slackbot.blocks import answer_blocks, escape_mrkdwn, safe_link
 from tenants.context import tenant_context
-from tests.conftest import ingest_inline, unique
-from tests.factories import enqueue, make_doc, source_for
-from tests.secret_canary import secret
+from tests.security.secret_canary import secret
 from tests.slackbot.fake_web_api import TOKEN, FakeWebApi, serve
+from tests.support import enqueue, ingest_inline, make_doc, source_for, unique
 
-# Both carry the run's secret canary (tests/secret_canary.py).
+# Both carry the run's secret canary (tests/security/secret_canary.py).
 SECRET, OLD_SECRET = secret("signing-secret-current"), secret("signing-secret-previous")
 
 

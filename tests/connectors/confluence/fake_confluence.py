@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from tests.secret_canary import secret
+from tests.security.secret_canary import secret
 
-# The API token carries the run's secret canary (tests/secret_canary.py).
+# The API token carries the run's secret canary (tests/security/secret_canary.py).
 TOKEN = secret("tok")
 FIXTURES = Path(__file__).resolve().parents[3] / "connectors" / "confluence" / "fixtures"
 

@@ -103,11 +103,11 @@ def site() -> Iterator[FakeConfluence]:
 
 def test_without_cairn_http_the_client_still_waits_out_a_fractional_retry_after(site: FakeConfluence) -> None:
     site.throttle_once["/wiki/api/v2/pages/103"] = "0.3"
-    # A fresh interpreter where cairn.http cannot be imported, as before the shared module existed.
+    # A fresh interpreter where core.http cannot be imported, as before the shared module existed.
     script = textwrap.dedent(
         f"""
         import sys, time
-        sys.modules["cairn.http"] = None
+        sys.modules["core.http"] = None
         import requests
         from connectors.confluence import client
         assert client._request_with_retries is None

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from connectors.models import ConnectorInstance
 from tenants.context import tenant_context
-from tests.conftest import unique
+from tests.support import unique
 
 
 @pytest.fixture(autouse=True)

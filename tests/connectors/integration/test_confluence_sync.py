@@ -7,12 +7,11 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
-from connectors.crypto import decrypt_text
 from connectors.models import InboundEvent
 from connectors.tasks import process_inbound_event
+from core.crypto import decrypt_text
 from retrieval.tasks import process_pending_inline
 from tenants.context import tenant_context
-from tests.conftest import unique
 from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
 from tests.connectors.integration.helpers import (
@@ -25,23 +24,8 @@ from tests.connectors.integration.helpers import (
     tiny_docx,
     tiny_pdf,
 )
-
-A, B, C = "alice", "bob", "carol"
-READERS = {
-    "page:101": {A, B},
-    "attachment:att201": {A, B},
-    "page:102": {A},
-    "page:103": {A},
-    "page:104": {A},  # restricted only through its grandparent 102
-    "page:105": {A},  # own restriction {bob, alice} intersects 102's {leads, carol}
-    "page:106": {B},  # single-user page
-    "attachment:att202": {B},  # inherits its page
-    "page:107": {A, B},
-    "blogpost:301": {A, B},
-    "page:401": {A, C},
-    "page:501": {A, B, C},
-    "page:601": set(),  # nobody holds a read grant on LOCK
-}
+from tests.connectors.integration.readers import READERS
+from tests.support import unique
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from connectors.tasks import resume_stalled_syncs
 from retrieval.models import Chunk, IngestEvent
 from retrieval.tasks import process_pending_inline
 from tenants.context import tenant_context
-from tests.conftest import ROOT, unique
 from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
 from tests.connectors.integration.helpers import (
@@ -34,7 +33,8 @@ from tests.connectors.integration.helpers import (
     tiny_docx,
     tiny_pdf,
 )
-from tests.connectors.integration.test_confluence_sync import READERS
+from tests.connectors.integration.readers import READERS
+from tests.support import ROOT, unique
 
 
 def start_worker(queue: str) -> subprocess.Popen[bytes]:

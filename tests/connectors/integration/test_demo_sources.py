@@ -12,11 +12,11 @@ import pytest
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
+from connectors.demo.loader import DemoSourcesEndpoint, demo_connectors, do_point_demo_instance
 from connectors.demo.server import DemoSources
-from retrieval.demo import DemoSourcesEndpoint, demo_connectors, do_point_demo_instance
 from tenants.context import tenant_context
-from tests.conftest import unique
 from tests.connectors.integration.helpers import documents, sync, table
+from tests.support import unique
 
 
 @pytest.fixture(scope="module")

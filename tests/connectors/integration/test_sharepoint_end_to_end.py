@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from connectors.crypto import decrypt_text
 from connectors.models import InboundEvent, SyncState
 from connectors.tasks import execute_sync
+from core.crypto import decrypt_text
 from retrieval.tasks import process_pending_inline
 from tenants.actions import do_add_member, do_create_api_token, do_create_user
 from tenants.context import tenant_context
-from tests.conftest import unique
 from tests.connectors.integration.helpers import documents, make_instance, map_identities, sync, table, tiny_pdf
 from tests.connectors.sharepoint.fake_graph import CLIENT_ID, CLIENT_SECRET, FakeGraph, write_self_signed_cert
+from tests.support import unique
 
 DOCS = "b!docs"
 SUBSCRIPTION = "sub-docs-1"

@@ -1,6 +1,6 @@
 """Graph change-notification subscriptions kept by the runtime, against the fake Graph (TLS).
 
-The task body (``connectors.tasks.maintain_graph_subscriptions``) runs in this process against
+The task body (``connectors.sharepoint.tasks.maintain_graph_subscriptions``) runs in this process against
 ``tests/connectors/sharepoint/fake_graph.py``; lifecycle notifications go through the real view.
 """
 
@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from connectors.crypto import decrypt_text
 from connectors.models import ConnectorInstance, SyncState
-from connectors.tasks import maintain_graph_subscriptions
+from connectors.sharepoint.tasks import maintain_graph_subscriptions
+from core.crypto import decrypt_text
 from tenants.context import tenant_context
-from tests.conftest import unique
 from tests.connectors.integration.helpers import make_instance
 from tests.connectors.sharepoint.fake_graph import CLIENT_ID, CLIENT_SECRET, FakeGraph, write_self_signed_cert
+from tests.support import unique
 
 BASE = "https://cairn.example.com"
 DRIVES = {"b!docs", "b!pages"}

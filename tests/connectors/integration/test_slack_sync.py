@@ -15,13 +15,13 @@ from connectors.slack.events import sign
 from retrieval.models import Document
 from tenants.actions import do_add_member, do_create_api_token, do_create_user
 from tenants.context import tenant_context
-from tests.conftest import unique
 from tests.connectors.integration.helpers import documents, make_instance, map_identities, sync, table
 from tests.connectors.slack.fake_slack import TOKEN, FakeSlackServer
-from tests.secret_canary import secret
+from tests.security.secret_canary import secret
+from tests.support import unique
 
 EVENTS = json.loads((Path(__file__).resolve().parents[3] / "connectors/slack/fixtures/events.json").read_text())
-# Both carry the run's secret canary (tests/secret_canary.py).
+# Both carry the run's secret canary (tests/security/secret_canary.py).
 SECRET, OLD_SECRET = secret("signing-secret-current"), secret("signing-secret-previous")
 GENERAL = {"msg:C0GENERAL:1717000100.000200", "msg:C0GENERAL:1717000200.000300", "msg:C0GENERAL:1717000250.000400",
            "msg:C0GENERAL:1717000260.000500", "msg:C0GENERAL:1717000400.000700"}  # fmt: skip

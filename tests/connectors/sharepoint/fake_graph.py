@@ -28,11 +28,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.secret_canary import secret
+from tests.security.secret_canary import secret
 
 FIXTURE = Path(__file__).resolve().parents[3] / "connectors" / "sharepoint" / "fixtures" / "contoso_tenant.json"
 CLIENT_ID = "app-client-id"
-CLIENT_SECRET = secret("s3cr3t-value")  # carries the run's secret canary (tests/secret_canary.py)
+CLIENT_SECRET = secret("s3cr3t-value")  # carries the run's secret canary (tests/security/secret_canary.py)
 PAGE_SIZE = 2
 _EPOCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
 

@@ -50,7 +50,7 @@ def sleeps() -> list[float]:
 
 def _session(graph: FakeGraph, cert_path: Path) -> requests.Session:
     try:
-        from cairn.http import build_session
+        from core.http import build_session
     except ImportError:
         session = requests.Session()
     else:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qs, urlparse
 
-from tests.secret_canary import secret
+from tests.security.secret_canary import secret
 
 FIXTURE = Path(__file__).resolve().parents[3] / "connectors" / "slack" / "fixtures" / "workspace.json"
-TOKEN = secret("xoxb-test-token")  # carries the run's secret canary (tests/secret_canary.py)
+TOKEN = secret("xoxb-test-token")  # carries the run's secret canary (tests/security/secret_canary.py)
 
 
 @dataclass

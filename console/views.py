@@ -1,0 +1,686 @@
+"""Admin console pages (tenant admins) and the platform page (operators).
+
+Thin views: every state change goes through a ``do_*`` domain function and is
+recorded in the tenant's audit log with ``do_record_audit_event``.  Every page
+runs through ``admin_view`` (session -> membership -> admin role ->
+``tenant_context``), so a console page can only ever see its own tenant.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from datetime import datetime, time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.db import transaction
+from django.db.models import Count, Q
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from retrieval.actions import do_map_identity
+from retrieval.models import AclSet, Document, Source
+from retrieval.permissions import explain_access, user_principals
+from tenants.access import admin_view, operator_view
+from tenants.audit import do_record_audit_event, export_csv, filtered_events
+from tenants.context import tenant_context
+from tenants.models import ExternalIdentity, Group, Membership, Tenant, User
+
+REPORTS_DIR = Path(settings.BASE_DIR) / "reports" / "latest"
+
+NAV = [
+    ("home", "Overview", "console-home"),
+    ("connectors", "Connectors", "console-connectors"),
+    ("hierarchy", "Source hierarchy", "console-hierarchy"),
+    ("aliases", "Entity aliases", "console-aliases"),
+    ("feeds", "Freshness feeds", "console-feeds"),
+    ("people", "People", "console-people"),
+    ("viewas", "View as user", "console-viewas"),
+    ("audit", "Audit log", "console-audit"),
+    ("feedback", "Feedback", "console-feedback"),
+    ("quality", "Quality", "console-quality"),
+]
+
+
+def page(request: HttpRequest, membership: Membership, template: str, section: str, title: str,
+         context: dict[str, Any] | None = None, status: int = 200) -> HttpResponse:  # fmt: skip
+    ctx = {
+        "membership": membership,
+        "section": section,
+        "page_title": title,
+        "console_nav": [(k, label, reverse(name)) for k, label, name in NAV],
+        **(context or {}),
+    }
+    return render(request, template, ctx, status=status)
+
+
+def audit(request: HttpRequest, action: str, target_type: str, target_id: Any, details: dict[str, Any]) -> None:
+    do_record_audit_event(actor=request.user, action=action, target_type=target_type, target_id=target_id,
+                          details={"via": "console", **details})  # fmt: skip
+
+
+# --- overview ----------------------------------------------------------------------------------------------
+
+
+@require_GET
+@admin_view
+def home(request: HttpRequest, membership: Membership) -> HttpResponse:
+    stats = {
+        "sources": Source.objects.count(),
+        "documents": Document.objects.filter(deleted=False).count(),
+        "members": Membership.objects.filter(tenant_id=membership.tenant_id).count(),
+        "identities_unmapped": ExternalIdentity.objects.filter(user__isnull=True, is_bot=False).count(),
+        "groups": Group.objects.count(),
+    }
+    return page(request, membership, "console/home.html", "home", "Admin console", {"stats": stats})
+
+
+# --- connectors ----------------------------------------------------------------------------------------------
+
+
+def _connector_models() -> Any:
+    from connectors import models as cm
+
+    return cm
+
+
+def _health(instance: Any) -> dict[str, Any]:
+    cm = _connector_models()
+    states = {s.mode: s for s in cm.SyncState.objects.filter(instance=instance)}
+    running = [s for s in states.values() if s.status in ("queued", "running", "throttled")]
+    errors = [s for s in states.values() if s.last_error]
+    last_ok = [s.last_success_at for s in states.values() if s.last_success_at]
+    lag = (timezone.now() - max(last_ok)) if last_ok else None
+    if instance.paused:
+        label = "paused"
+    elif errors:
+        label = "error"
+    elif running:
+        label = "syncing"
+    elif last_ok:
+        label = "healthy"
+    else:
+        label = "never synced"
+    return {
+        "label": label,
+        "states": states,
+        "full": states.get("full"),
+        "incremental": states.get("incremental"),
+        "permission": states.get("permission"),
+        "running": running,
+        "errors": errors,
+        "lag_minutes": int(lag.total_seconds() // 60) if lag is not None else None,
+        "documents": Document.objects.filter(source_id=instance.source_id, deleted=False).count(),
+    }
+
+
+@require_GET
+@admin_view
+def connectors_list(request: HttpRequest, membership: Membership) -> HttpResponse:
+    cm = _connector_models()
+    rows = [(i, _health(i)) for i in cm.ConnectorInstance.objects.select_related("source").order_by("pk")]
+    return page(request, membership, "console/connectors.html", "connectors", "Connectors",
+                {"rows": rows, "kinds": _known_kinds()})  # fmt: skip
+
+
+def _known_kinds() -> list[str]:
+    from connectors.runtime import known_kinds
+
+    return list(known_kinds())
+
+
+def _json_field(raw: str, name: str) -> dict[str, Any]:
+    raw = (raw or "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} is not valid JSON ({exc.msg}).") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object.")
+    return value
+
+
+@admin_view
+def connector_new(request: HttpRequest, membership: Membership) -> HttpResponse:
+    from connectors.actions import do_create_connector_instance
+
+    form = {"kind": request.POST.get("kind", ""), "name": request.POST.get("name", ""),
+            "config": request.POST.get("config", "{}")}  # fmt: skip
+    error = ""
+    if request.method == "POST":
+        try:
+            if form["kind"] not in _known_kinds():
+                raise ValueError("Choose a connector type.")
+            if not form["name"].strip():
+                raise ValueError("Give the connector a name.")
+            config = _json_field(form["config"], "Settings")
+            credentials = _json_field(request.POST.get("credentials", ""), "Credentials")
+            with transaction.atomic():
+                instance = do_create_connector_instance(form["kind"], form["name"].strip()[:200], config=config,
+                                                        credentials=credentials)  # fmt: skip
+                audit(request, "connector.created", "connector", instance.pk,
+                      {"kind": instance.kind, "name": form["name"], "config_keys": sorted(config),
+                       "credential_keys": sorted(credentials)})  # fmt: skip
+            messages.success(request, "Connector added. Test the connection, then start a full sync.")
+            return redirect("console-connector", pk=instance.pk)
+        except ValueError as exc:
+            error = str(exc)
+    return page(request, membership, "console/connector_form.html", "connectors", "Add a connector",
+                {"form": form, "error": error, "kinds": _known_kinds(), "editing": None},
+                status=400 if error else 200)  # fmt: skip
+
+
+def _hook_urls(request: HttpRequest, instance: Any, *, reveal: bool) -> tuple[list[tuple[str, str]], str]:
+    """The URLs the admin pastes into the source, from the connectors API's own description.
+
+    Some carry the webhook secret (Confluence's ``?secret=``); it is masked unless revealed.
+    """
+    from connectors.api import ConnectorWebhookView
+
+    info = ConnectorWebhookView()._info(request, instance)
+    secret = str(info.get("secret") or "")
+    urls = [(str(k), str(v)) for k, v in info.get("urls", {}).items()]
+    if instance.kind == "slack":
+        for label, name in (("Slash command /ask URL", "slack-command"), ("Interactivity URL", "slack-interactivity")):
+            urls.append((label, request.build_absolute_uri(reverse(name, args=[str(instance.hook_uuid)]))))
+    if not reveal and secret:
+        urls = [(k, v.replace(secret, "••••••")) for k, v in urls]
+    return urls, str(info.get("how") or "")
+
+
+@admin_view
+def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    from connectors.actions import do_request_sync, do_set_paused, do_update_connector_instance
+
+    cm = _connector_models()
+    instance = get_object_or_404(cm.ConnectorInstance.objects.select_related("source"), pk=pk)
+    error = ""
+    test_result: tuple[bool, str] | None = None
+    reveal = False
+    if request.method == "POST":
+        op = request.POST.get("op", "")
+        if op == "save":
+            try:
+                config = _json_field(request.POST.get("config", ""), "Settings")
+                credentials = _json_field(request.POST.get("credentials", ""), "Credentials")
+                name = request.POST.get("name", "").strip()[:200] or instance.source.name
+                do_update_connector_instance(instance, name=name, config=config, credentials=credentials or None)
+                audit(request, "connector.updated", "connector", instance.pk,
+                      {"config_keys": sorted(config), "credential_keys": sorted(credentials)})  # fmt: skip
+                messages.success(request, "Saved." + (" New credentials stored." if credentials else ""))
+                return redirect("console-connector", pk=pk)
+            except ValueError as exc:
+                error = str(exc)
+        elif op == "test":
+            test_result = _test_connection(instance)
+            audit(request, "connector.tested", "connector", instance.pk, {"ok": test_result[0]})
+        elif op in ("full", "incremental", "permission"):
+            state = do_request_sync(instance, op)
+            audit(request, "connector.sync_requested", "connector", instance.pk, {"mode": op, "run_id": state.run_id})
+            messages.success(request, f"{op.capitalize()} sync queued.")
+            return redirect("console-connector", pk=pk)
+        elif op in ("pause", "resume"):
+            do_set_paused(instance, op == "pause")
+            audit(request, f"connector.{'paused' if op == 'pause' else 'resumed'}", "connector", instance.pk, {})
+            messages.success(request, "Paused." if op == "pause" else "Resumed.")
+            return redirect("console-connector", pk=pk)
+        elif op == "rotate":
+            from connectors.actions import do_rotate_webhook_secret
+
+            do_rotate_webhook_secret(instance)
+            audit(request, "connector.webhook_secret_rotated", "connector", instance.pk, {})
+            messages.success(request, "A new webhook secret was generated; update the source.")
+            return redirect("console-connector", pk=pk)
+        elif op == "reveal":
+            reveal = True
+            audit(request, "connector.webhook_secret_viewed", "connector", instance.pk, {})
+    secret = ""
+    if reveal and instance.webhook_secret_encrypted:
+        from core.crypto import decrypt_text
+
+        secret = decrypt_text(instance.webhook_secret_encrypted)
+    hook_urls, hook_how = _hook_urls(request, instance, reveal=reveal)
+    ctx = {
+        "instance": instance,
+        "health": _health(instance),
+        "config": json.dumps(instance.config, indent=2, sort_keys=True),
+        "has_credentials": bool(instance.credentials_encrypted),
+        "hook_urls": hook_urls,
+        "hook_how": hook_how,
+        "secret": secret,
+        "test_result": test_result,
+        "error": error,
+    }
+    return page(request, membership, "console/connector_detail.html", "connectors", instance.source.name, ctx,
+                status=400 if error else 200)  # fmt: skip
+
+
+def _test_connection(instance: Any) -> tuple[bool, str]:
+    from connectors.runtime import build_connector
+    from core.http import redact
+
+    try:
+        build_connector(instance).test_connection()
+        return True, "Connected."
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer to "does it connect?"
+        return False, redact(str(exc))[:300] or exc.__class__.__name__
+
+
+@require_GET
+@admin_view
+def connector_progress(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    cm = _connector_models()
+    instance = get_object_or_404(cm.ConnectorInstance, pk=pk)
+    return render(request, "console/_sync_progress.html", {"instance": instance, "health": _health(instance)})
+
+
+# --- source hierarchy, aliases, freshness feeds -------------------------------------------------------------
+
+
+def _answers_models() -> Any:
+    from answers import models as am
+
+    return am
+
+
+@admin_view
+def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
+    am = _answers_models()
+    error = ""
+    if request.method == "POST":
+        op = request.POST.get("op", "")
+        try:
+            if op == "defaults":
+                from answers.actions import ensure_default_tiers
+
+                made = ensure_default_tiers()
+                audit(request, "hierarchy.default_tiers", "authority_tier", "", {"tiers": [t.name for t in made]})
+            elif op == "add_tier":
+                name = request.POST.get("name", "").strip()[:100]
+                if not name:
+                    raise ValueError("Give the tier a name.")
+                from console.actions import do_add_authority_tier
+
+                tier = do_add_authority_tier(name)
+                audit(request, "hierarchy.tier_created", "authority_tier", tier.pk, {"name": name})
+            elif op in ("up", "down"):
+                ids = list(am.AuthorityTier.objects.order_by("rank").values_list("pk", flat=True))
+                pk = int(request.POST.get("tier", "0"))
+                if pk not in ids:
+                    raise ValueError("Unknown tier.")
+                i = ids.index(pk)
+                j = i - 1 if op == "up" else i + 1
+                if 0 <= j < len(ids):
+                    ids[i], ids[j] = ids[j], ids[i]
+                    from console.actions import do_reorder_authority_tiers
+
+                    do_reorder_authority_tiers(ids)
+                    audit(request, "hierarchy.tiers_reordered", "authority_tier", pk, {"order": ids})
+            elif op == "assign":
+                source = get_object_or_404(Source, pk=int(request.POST.get("source", "0")))
+                tier = get_object_or_404(am.AuthorityTier, pk=int(request.POST.get("tier", "0")))
+                container = request.POST.get("container", "").strip()[:300]
+                from answers.actions import do_assign_authority
+
+                do_assign_authority(source, tier, container)
+                audit(request, "hierarchy.assigned", "source", source.pk,
+                      {"container": container, "tier": tier.name, "rank": tier.rank})  # fmt: skip
+            else:
+                raise ValueError("Unknown action.")
+            return redirect("console-hierarchy")
+        except (ValueError, LookupError) as exc:
+            error = str(exc)
+    tiers = list(am.AuthorityTier.objects.order_by("rank"))
+    assignments = list(am.AuthorityAssignment.objects.select_related("source", "tier").order_by("tier__rank"))
+    return page(request, membership, "console/hierarchy.html", "hierarchy", "Source hierarchy",
+                {"tiers": tiers, "assignments": assignments, "sources": Source.objects.order_by("name"),
+                 "error": error}, status=400 if error else 200)  # fmt: skip
+
+
+@admin_view
+def aliases(request: HttpRequest, membership: Membership) -> HttpResponse:
+    am = _answers_models()
+    error = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("op") == "delete":
+                alias = get_object_or_404(am.EntityAlias, pk=int(request.POST.get("alias", "0")))
+                from answers.actions import do_delete_alias
+
+                do_delete_alias(alias.pk)
+                audit(request, "alias.deleted", "entity_alias", alias.alias, {"canonical": alias.canonical})
+            else:
+                surface = request.POST.get("alias", "").strip()[:200]
+                canonical = request.POST.get("canonical", "").strip()[:200]
+                if not surface or not canonical:
+                    raise ValueError("Both the alias and the canonical name are needed.")
+                from answers.actions import do_set_alias
+
+                do_set_alias(surface, canonical)
+                audit(request, "alias.set", "entity_alias", surface, {"canonical": canonical})
+            return redirect("console-aliases")
+        except (ValueError, LookupError) as exc:
+            error = str(exc)
+    rows = am.EntityAlias.objects.order_by("canonical", "alias")
+    return page(request, membership, "console/aliases.html", "aliases", "Entity aliases",
+                {"rows": rows, "error": error}, status=400 if error else 200)  # fmt: skip
+
+
+@admin_view
+def feeds(request: HttpRequest, membership: Membership) -> HttpResponse:
+    am = _answers_models()
+    error = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("op") == "refresh":
+                from answers.actions import do_refresh_feed
+
+                feed = get_object_or_404(am.FreshnessFeed, pk=int(request.POST.get("feed", "0")))
+                feed = do_refresh_feed(feed)
+                audit(request, "feed.refreshed", "freshness_feed", feed.pk,
+                      {"name": feed.name, "latest": feed.latest_version, "error": feed.last_error})  # fmt: skip
+            else:
+                name = request.POST.get("name", "").strip()[:200]
+                entity = request.POST.get("entity", "").strip()[:200]
+                url = request.POST.get("url", "").strip()
+                if not (name and entity and url.startswith("https://")):
+                    raise ValueError("Name, entity and an https:// URL are needed.")
+                from answers.actions import do_create_feed
+
+                feed = do_create_feed(name, entity, url)
+                audit(request, "feed.created", "freshness_feed", feed.pk, {"name": name, "entity": entity, "url": url})
+            return redirect("console-feeds")
+        except (ValueError, LookupError) as exc:
+            error = str(exc)
+    rows = am.FreshnessFeed.objects.order_by("name")
+    return page(request, membership, "console/feeds.html", "feeds", "Freshness feeds",
+                {"rows": rows, "error": error}, status=400 if error else 200)  # fmt: skip
+
+
+# --- people --------------------------------------------------------------------------------------------------
+
+
+def _suggestions(identities: list[ExternalIdentity], members: list[Membership]) -> dict[int, Membership]:
+    """Unmapped identity -> the member with the same e-mail, when *both* addresses are verified."""
+    by_email = {m.user.email.lower(): m for m in members if m.user.email and m.user.email_verified}
+    return {
+        i.pk: by_email[i.email.lower()]
+        for i in identities
+        if i.user_id is None and i.email and i.email_verified and not i.is_bot and i.email.lower() in by_email
+    }
+
+
+@admin_view
+def people(request: HttpRequest, membership: Membership) -> HttpResponse:
+    tenant_id = membership.tenant_id
+    members = list(Membership.objects.filter(tenant_id=tenant_id).select_related("user").order_by("user__username"))
+    member_users = {m.user_id: m for m in members}
+    error = ""
+    if request.method == "POST":
+        op = request.POST.get("op", "")
+        try:
+            if op == "map":
+                identity = get_object_or_404(ExternalIdentity, pk=int(request.POST.get("identity", "0")))
+                user_id = request.POST.get("user", "")
+                user = member_users[int(user_id)].user if user_id else None
+                do_map_identity(identity, user)
+                audit(request, "identity.mapped" if user else "identity.unmapped", "external_identity",
+                      identity.principal, {"user_id": user.pk if user else None})  # fmt: skip
+                messages.success(
+                    request, f"{identity.principal} {'mapped to ' + user.username if user else 'unmapped'}."
+                )
+            elif op == "role":
+                target = member_users[int(request.POST.get("user", "0"))]
+                role = request.POST.get("role", "")
+                if role not in Membership.Role.values:
+                    raise ValueError("Unknown role.")
+                if target.user_id == request.user.pk and role != Membership.Role.ADMIN:
+                    raise ValueError("You cannot remove your own admin role.")
+                from tenants.actions import do_add_member
+
+                do_add_member(target.tenant, target.user, role=role)
+                audit(request, "member.role_changed", "user", target.user_id, {"role": role})
+                messages.success(request, f"{target.user.username} is now {role}.")
+            else:
+                raise ValueError("Unknown action.")
+            return redirect("console-people")
+        except (KeyError, ValueError) as exc:
+            error = str(exc) if isinstance(exc, ValueError) else "Unknown user."
+    identities = list(ExternalIdentity.objects.order_by("principal")[:500])
+    users_by_id = {m.user_id: m.user for m in members}
+    groups = list(Group.objects.annotate(n=Count("members")).order_by("principal")[:300])
+    ctx = {
+        "members": members,
+        "identities": [(i, users_by_id.get(i.user_id)) for i in identities],
+        "suggestions": _suggestions(identities, members),
+        "groups": groups,
+        "error": error,
+        "roles": Membership.Role.values,
+    }
+    return page(request, membership, "console/people.html", "people", "People", ctx, status=400 if error else 200)
+
+
+@require_GET
+@admin_view
+def group_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    group = get_object_or_404(Group, pk=pk)
+    members = list(group.members.order_by("member_principal").values_list("member_principal", flat=True))
+    return page(request, membership, "console/group.html", "people", f"Group {group.principal}",
+                {"group": group, "members": members})  # fmt: skip
+
+
+@require_GET
+@admin_view
+def view_as(request: HttpRequest, membership: Membership) -> HttpResponse:
+    """Why is a document (not) visible to a user: the document's CNF clause by clause.
+
+    An admin sees the clauses (principal names) of this tenant's documents, not their
+    content: only the title, so they can tell which document they are looking at.
+    """
+    members = list(Membership.objects.filter(tenant_id=membership.tenant_id).select_related("user")
+                   .order_by("user__username"))  # fmt: skip
+    user_id = request.GET.get("user", "")
+    doc_q = request.GET.get("doc", "").strip()[:200]
+    ctx: dict[str, Any] = {"members": members, "user_id": user_id, "doc_q": doc_q}
+    subject = next((m.user for m in members if str(m.user_id) == user_id), None)
+    if subject is not None:
+        principals = user_principals(subject)
+        ctx["subject"] = subject
+        ctx["principals"] = sorted(principals)
+        if doc_q:
+            docs = Document.objects.filter(deleted=False).select_related("acl_set")
+            docs = docs.filter(pk=int(doc_q)) if doc_q.isdigit() else docs.filter(
+                Q(title__icontains=doc_q) | Q(external_id=doc_q) | Q(url=doc_q))  # fmt: skip
+            explained = []
+            for d in docs.order_by("pk")[:10]:
+                clauses = [list(c) for c in (d.acl_set.clauses if d.acl_set else [])]
+                rows = explain_access(frozenset(principals), clauses)
+                explained.append(
+                    {"doc": d, "rows": rows, "visible": bool(clauses) and all(r["satisfied"] for r in rows)}
+                )
+            ctx["explained"] = explained
+            audit(
+                request,
+                "access.explained",
+                "user",
+                subject.pk,
+                {"document_query": doc_q, "documents": [e["doc"].pk for e in explained]},
+            )
+    return page(request, membership, "console/view_as.html", "viewas", "View as user", ctx)
+
+
+# --- audit, feedback, quality --------------------------------------------------------------------------------
+
+
+def _parse_day(value: str, end: bool = False) -> datetime | None:
+    try:
+        d = datetime.fromisoformat(value).date() if value else None
+    except ValueError:
+        return None
+    if d is None:
+        return None
+    out = datetime.combine(d, time.max if end else time.min)
+    return timezone.make_aware(out) if timezone.is_naive(out) else out
+
+
+def _audit_query(request: HttpRequest) -> tuple[Any, dict[str, str]]:
+    f = {k: request.GET.get(k, "").strip()[:100] for k in ("action", "kind", "actor", "since", "until")}
+    actor_id = None
+    if f["actor"]:
+        user = User.objects.filter(username=f["actor"], memberships__tenant_id=request_tenant(request)).first()
+        actor_id = user.pk if user else -1
+    qs = filtered_events(action=f["action"], kind=f["kind"], actor_user_id=actor_id,
+                         since=_parse_day(f["since"]), until=_parse_day(f["until"], end=True))  # fmt: skip
+    return qs, f
+
+
+def request_tenant(request: HttpRequest) -> int:
+    from tenants.context import require_tenant_id
+
+    return require_tenant_id()
+
+
+@require_GET
+@admin_view
+def audit_log(request: HttpRequest, membership: Membership) -> HttpResponse:
+    qs, f = _audit_query(request)
+    rows = list(qs.order_by("-seq")[:200])
+    actions = sorted(set(filtered_events().values_list("action", flat=True).distinct()[:200]))
+    return page(request, membership, "console/audit.html", "audit", "Audit log",
+                {"rows": rows, "f": f, "actions": actions, "query": request.GET.urlencode()})  # fmt: skip
+
+
+@require_GET
+@admin_view
+def audit_export(request: HttpRequest, membership: Membership) -> HttpResponse:
+    qs, f = _audit_query(request)
+    rows = list(qs[:100_000])  # read inside the tenant transaction; streamed out below
+    audit(request, "audit.exported", "audit_log", membership.tenant_id, {"filters": f, "rows": len(rows)})
+    response = StreamingHttpResponse(export_csv(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="audit-{membership.tenant.slug}.csv"'
+    return response
+
+
+@require_GET
+@admin_view
+def feedback_queue(request: HttpRequest, membership: Membership) -> HttpResponse:
+    from tenants.models import Feedback
+
+    verdict = request.GET.get("verdict", "")
+    qs = Feedback.objects.order_by("-created_at")
+    if verdict in Feedback.Verdict.values:
+        qs = qs.filter(verdict=verdict)
+    users = {m.user_id: m.user.username for m in Membership.objects.filter(tenant_id=membership.tenant_id)
+             .select_related("user")}  # fmt: skip
+    rows = [(fb, users.get(fb.user_id, f"user {fb.user_id}")) for fb in qs[:200]]
+    return page(request, membership, "console/feedback.html", "feedback", "Feedback queue",
+                {"rows": rows, "verdict": verdict, "verdicts": Feedback.Verdict.values})  # fmt: skip
+
+
+@require_GET
+@admin_view
+def quality(request: HttpRequest, membership: Membership) -> HttpResponse:
+    report: dict[str, Any] | None = None
+    markdown = ""
+    plots: list[str] = []
+    json_files: list[str] = []
+    if REPORTS_DIR.is_dir():
+        plots = sorted(p.name for p in REPORTS_DIR.glob("*.png"))
+        json_files = sorted(p.name for p in REPORTS_DIR.glob("*.json"))
+        md = sorted(REPORTS_DIR.glob("*.md"))
+        markdown = md[0].read_text(errors="replace")[:50_000] if md else ""
+        if json_files:
+            try:
+                report = json.loads((REPORTS_DIR / json_files[0]).read_text())
+            except (OSError, json.JSONDecodeError):
+                report = None
+    summary = _flatten_metrics(report) if isinstance(report, dict) else []
+    return page(request, membership, "console/quality.html", "quality", "Answer quality",
+                {"plots": plots, "markdown": markdown, "summary": summary, "json_files": json_files})  # fmt: skip
+
+
+def _flatten_metrics(report: dict[str, Any], prefix: str = "", out: list[tuple[str, Any]] | None = None,
+                     depth: int = 0) -> list[tuple[str, Any]]:  # fmt: skip
+    out = [] if out is None else out
+    for key, value in report.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, (int, float, str, bool)) and len(out) < 80:
+            out.append((name, value))
+        elif isinstance(value, dict) and depth < 2:
+            _flatten_metrics(value, name + ".", out, depth + 1)
+    return out
+
+
+@require_GET
+@admin_view
+def quality_file(request: HttpRequest, membership: Membership, name: str) -> HttpResponse:
+    # Only plain file names inside reports/latest/ (no paths), only report file types.
+    if "/" in name or "\\" in name or name.startswith(".") or not name.endswith((".png", ".json", ".md")):
+        raise Http404
+    path = REPORTS_DIR / name
+    if not path.is_file():
+        raise Http404
+    return FileResponse(path.open("rb"), content_type=mimetypes.guess_type(name)[0] or "application/octet-stream")
+
+
+# --- platform operators --------------------------------------------------------------------------------------
+
+
+@operator_view
+def platform(request: HttpRequest) -> HttpResponse:
+    """Create tenants and see usage.  Runs outside any tenant, and per-tenant figures are
+    counts only: an operator never gets a row of tenant content from this page."""
+    from tenants.actions import do_add_member, do_create_tenant, do_create_user
+
+    error = ""
+    if request.method == "POST":
+        slug = request.POST.get("slug", "").strip().lower()[:64]
+        name = request.POST.get("name", "").strip()[:200]
+        admin_username = request.POST.get("admin_username", "").strip()[:150]
+        admin_email = request.POST.get("admin_email", "").strip()[:254]
+        import re
+
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{1,62}", slug) or not name:
+            error = "A slug (lowercase letters, digits, dashes) and a name are needed."
+        elif Tenant.objects.filter(slug=slug).exists():
+            error = "That slug is taken."
+        else:
+            with transaction.atomic():
+                tenant = do_create_tenant(slug, name)
+                if admin_username:
+                    user = do_create_user(admin_username, admin_email, None)
+                    do_add_member(tenant, user, role=Membership.Role.ADMIN)
+                with tenant_context(tenant.pk):
+                    do_record_audit_event(actor=request.user, action="tenant.created", target_type="tenant",
+                                          target_id=tenant.pk, details={"slug": slug, "first_admin": admin_username,
+                                                                        "via": "platform console"})  # fmt: skip
+            messages.success(request, f"Tenant {slug} created.")
+            return redirect("console-platform")
+    rows = [(t, _usage(t)) for t in Tenant.objects.order_by("slug")]
+    return render(request, "console/platform.html", {"rows": rows, "error": error, "page_title": "Platform"},
+                  status=400 if error else 200)  # fmt: skip
+
+
+def _usage(tenant: Tenant) -> dict[str, Any]:
+    from retrieval.models import Chunk, IndexState
+    from tenants.models import AuditEvent
+
+    with tenant_context(tenant.pk):
+        state = IndexState.objects.first()
+        return {
+            "members": Membership.objects.filter(tenant_id=tenant.pk).count(),
+            "sources": Source.objects.count(),
+            "documents": Document.objects.filter(deleted=False).count(),
+            "chunks": Chunk.objects.count(),
+            "acl_sets": AclSet.objects.count(),
+            "answers": AuditEvent.objects.filter(kind="answer").count(),
+            "content_as_of": state.content_as_of if state else None,
+        }

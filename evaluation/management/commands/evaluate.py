@@ -1,0 +1,51 @@
+"""``manage.py evaluate --suite … [--limit N] [--out reports]``: run one evaluation suite.
+
+Writes ``<out>/<suite>/<UTC stamp>/<suite>.{json,md}`` + PNG plots and copies them to
+``<out>/latest/``.  See evaluation/ and docs/benchmarks.md "Evaluation".
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+SUITES = ("retrieval", "reranker", "verifier", "conflicts", "answers", "leaks", "operations")
+
+
+class Command(BaseCommand):
+    help = "Run an evaluation suite against public data sets and write JSON + PNG + Markdown reports."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--suite", required=True, choices=SUITES)
+        parser.add_argument("--limit", type=int, default=None, help="only the first N queries / items (smoke runs)")
+        parser.add_argument("--out", default=None, help="report directory (default: reports/ in the project)")
+        parser.add_argument("--depth", type=int, default=None, help="reranking depth (default: the suite's)")
+        parser.add_argument("--fresh", action="store_true", help="ingest into a new evaluation tenant")
+        parser.add_argument("--no-progress", action="store_true")
+        # Verifier suite only: the SciFact claims split (thresholds were tuned on dev) and an optional judge.
+        parser.add_argument("--split", default="dev", choices=("dev", "train"), help="verifier: SciFact claims split")
+        parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
+        parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        suite = opts["suite"]
+        if opts["limit"] is not None and opts["limit"] < 1:
+            raise CommandError("--limit must be >= 1")
+        out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
+        module = importlib.import_module(f"evaluation.suites.{suite}")
+        from evaluation.report import write
+
+        result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
+                            fresh=opts["fresh"], split=opts["split"], judge_url=opts["judge_url"],
+                            judge_model=opts["judge_model"])  # fmt: skip
+        command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        files = write(result, command, out)
+        self.stdout.write(result.markdown)
+        for kind, path in files.items():
+            self.stdout.write(f"{kind}: {path}")

@@ -1,0 +1,1 @@
+"""The employee search portal (server-rendered pages; the answer streams in over SSE)."""

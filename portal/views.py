@@ -1,0 +1,158 @@
+"""Portal pages: log in, the search page (answers stream in from the API), result lists.
+
+The answer itself is fetched by ``static/cairn/portal.js`` from the same API the
+integrations use (``POST /api/v1/answers/stream``, session-authenticated with CSRF),
+so the portal adds no second answer path with its own authorisation.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from django.contrib.auth import authenticate, login, logout
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from answers import engine
+from answers.query_parser import QueryError
+from retrieval.models import Document, IngestEvent, Source
+from retrieval.permissions import PermissionContext, permission_context
+from tenants.access import portal_view
+from tenants.auth import SESSION_MEMBERSHIP_KEY
+from tenants.models import Membership
+
+SOURCE_SYSTEMS = (("confluence", "Confluence"), ("sharepoint", "SharePoint"), ("slack", "Slack"), ("upload", "Upload"))
+MAX_CONTAINER_OPTIONS = 200
+
+
+@require_http_methods(["GET", "POST"])
+def login_view(request: HttpRequest) -> HttpResponse:
+    error = ""
+    if request.method == "POST":
+        user = authenticate(request, username=request.POST.get("username", ""),
+                            password=request.POST.get("password", ""))  # fmt: skip
+        membership = (
+            Membership.objects.filter(user=user).select_related("tenant").order_by("pk").first() if user else None
+        )
+        if user is not None and membership is not None:
+            login(request, user)
+            request.session[SESSION_MEMBERSHIP_KEY] = membership.pk
+            return redirect("home")
+        if user is not None and user.is_superuser:
+            # A platform operator without a tenant: only the operator console is open to them.
+            login(request, user)
+            return redirect("console-platform")
+        error = "Wrong username or password."
+    return render(request, "login.html", {"error": error}, status=400 if error else 200)
+
+
+def logout_view(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    return redirect("login")
+
+
+def _index_status() -> dict[str, int]:
+    counts = IngestEvent.objects.aggregate(
+        pending=Count("pk", filter=Q(status=IngestEvent.Status.PENDING)),
+        done=Count("pk", filter=~Q(status=IngestEvent.Status.PENDING)),
+    )
+    counts["documents"] = Document.objects.filter(deleted=False).count()
+    return counts
+
+
+def _parse_date(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def read_filters(params: Any) -> tuple[engine.RequestFilters, dict[str, Any], list[str]]:
+    """Filters from the query string: the engine's form, the form's echo, and input errors."""
+    errors: list[str] = []
+    sources = tuple(s for s in params.getlist("source") if s in dict(SOURCE_SYSTEMS))
+    containers = tuple(c[:300] for c in params.getlist("container") if c)[:20]
+    after_raw, before_raw = params.get("after", ""), params.get("before", "")
+    after, before = _parse_date(after_raw), _parse_date(before_raw)
+    if after_raw and after is None:
+        errors.append("The 'from' date is not a date (use YYYY-MM-DD).")
+    if before_raw and before is None:
+        errors.append("The 'to' date is not a date (use YYYY-MM-DD).")
+    if after and before and after >= before:
+        errors.append("The 'from' date must be before the 'to' date.")
+        after = before = None
+    official = params.get("official") in ("1", "on", "true")
+    echo = {"sources": list(sources), "containers": list(containers), "after": after_raw if after else "",
+            "before": before_raw if before else "", "official": official}  # fmt: skip
+    return engine.RequestFilters(sources, containers, after, before, official), echo, errors
+
+
+def container_options(perm: PermissionContext) -> list[str]:
+    """Containers of documents this user may read (never a name only others can see)."""
+    if perm.empty:
+        return []
+    return list(
+        Document.objects.filter(deleted=False, acl_set_id__in=perm.readable_acl_set_ids)
+        .exclude(container="")
+        .values_list("container", flat=True)
+        .distinct()
+        .order_by("container")[:MAX_CONTAINER_OPTIONS]
+    )
+
+
+def _optional_url(name: str) -> str:
+    # The streaming and feedback endpoints belong to another part of the product; the page
+    # falls back gracefully (plain JSON answer, no flag control) when they are not installed.
+    try:
+        return reverse(name)
+    except NoReverseMatch:
+        return ""
+
+
+def _first_url(*names: str) -> str:
+    for name in names:
+        url = _optional_url(name)
+        if url:
+            return url
+    return ""
+
+
+@portal_view
+def home(request: HttpRequest, membership: Membership) -> HttpResponse:
+    question = request.GET.get("q", "").strip()[:1000]
+    mode = "results" if request.GET.get("mode") == "results" else "answer"
+    perm = permission_context(request.user)  # type: ignore[arg-type]
+    extra, echo, errors = read_filters(request.GET)
+    context: dict[str, Any] = {
+        "question": question,
+        "mode": mode,
+        "membership": membership,
+        "status": _index_status(),
+        "filters": echo,
+        "errors": errors,
+        "source_systems": [(k, v) for k, v in SOURCE_SYSTEMS if Source.objects.filter(kind=k).exists()]
+        or list(SOURCE_SYSTEMS),
+        "containers": container_options(perm),
+        "stream_url": _first_url("api-answers-stream"),
+        "answer_url": reverse("api-answers"),
+        "feedback_url": _first_url("api-feedback"),
+        "has_filters": bool(
+            echo["sources"] or echo["containers"] or echo["after"] or echo["before"] or echo["official"]
+        ),
+    }
+    if question and mode == "results" and not errors:
+        try:
+            context["search"] = engine.run_search(perm, question, extra)
+        except QueryError as exc:
+            context["errors"] = [exc.message]
+    return render(request, "portal/home.html", context)
+
+
+@require_GET
+@portal_view
+def status_fragment(request: HttpRequest, membership: Membership) -> HttpResponse:
+    return render(request, "_status.html", {"status": _index_status()})
