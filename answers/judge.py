@@ -147,24 +147,17 @@ def _error_kind(error: str) -> str:
     return error
 
 
-class LlamaCppJudge:
-    """The same judge question asked of the in-process local model (the ``llama_cpp`` writer's)."""
+class LlamaCppJudge(OpenAICompatibleJudge):
+    """The same judge question asked of the local model server (the ``llama_cpp`` writer's, operator-configured)."""
 
     name = "llama-cpp-judge"
-    version = JUDGE_VERSION
-    prompt_version = PROMPT_VERSION
 
-    def __init__(self) -> None:
+    def __init__(self, *, timeout: float | None = None) -> None:
         from answers.writers.llama_local import LlamaCppWriter
 
-        self._writer = LlamaCppWriter(max_tokens=200)
-
-    def judge(self, claim: str, quote: str, passage: str = "") -> JudgeVerdict:
-        try:
-            content = self._writer.complete_json(build_judge_messages(claim, quote, passage), VERDICT_SCHEMA)
-        except Exception as exc:  # a native-library failure falls back to the lexical label
-            raise JudgeError(f"local_model_error: {type(exc).__name__}") from None
-        return parse_verdict(content)
+        self._client = LlamaCppWriter(max_tokens=200, timeout=timeout or _timeout())
+        self.endpoint_url = self._client.endpoint_url
+        self.model = self._client.model
 
 
 def _timeout() -> float:
@@ -176,7 +169,7 @@ def _timeout() -> float:
 def judge_for_tenant() -> OpenAICompatibleJudge | LlamaCppJudge | None:
     """The current tenant's judge (call inside ``tenant_context``): its writer's endpoint, if it has one.
 
-    The OpenAI-compatible writer's endpoint, or the in-process local model of the ``llama_cpp``
+    The OpenAI-compatible writer's endpoint, or the local model server of the ``llama_cpp``
     writer; the extractive writer's claims are verbatim quotes, so there is nothing for a judge to add.
     """
     from answers.models import AnswerSettings

