@@ -23,7 +23,15 @@ Strategies (one SQL statement each, as the product would send it):
   exact_cover_half     the same over a halfvec(384) copy (half the bytes to read)
   hnsw_partial_half    per-tenant partial HNSW on halfvec + iterative scan
   adaptive             count readable rows on the covering index (capped), then exact_cover_half
-                       when <= cap, else hnsw_iterative: what ``PostgresIndexBackend.vector`` does
+                       when <= cap, else hnsw_iterative: what ``PostgresIndexBackend.vector`` does, with
+                       the product's own cap and ef_search (``CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS``,
+                       ``CAIRN_HNSW_EF_SEARCH``, read from cairn/settings.py; ``--cap`` overrides)
+  bq_rescore_<N>       binary-quantised first pass: hamming distance on binary_quantize(embedding)::bit(384)
+                       (48 bytes a row) over a covering btree (tenant, acl) INCLUDE (id, emb_bits), the
+                       N nearest candidates, then exact halfvec re-scoring of those N (e.g. bq_rescore_200)
+
+Only the indexes the chosen strategies use are built (``--strategies``, ``--no-hnsw``, ``--no-partial``);
+the JSON records each Postgres setting with its unit and in bytes.
 """
 
 from __future__ import annotations
@@ -93,14 +101,32 @@ def ground_truth(vecs: np.ndarray, tenants: np.ndarray, acls: np.ndarray,
     return truth, float(np.mean(fractions))
 
 
+# Which index each strategy reads (exact_heap bitmap-scans the leading (tenant, acl) keys of a covering index).
+NEEDS: dict[str, set[str]] = {
+    "hnsw_iterative": {"hnsw"},
+    "exact_heap": {"cover_half"},
+    "exact_cover_float": {"cover_float"},
+    "exact_cover_half": {"cover_half"},
+    "hnsw_partial_half": {"hnsw_partial_half"},
+    "adaptive": {"cover_half", "hnsw"},
+}
+
+
+def needs(strategy: str) -> set[str]:
+    return {"cover_bits"} if strategy.startswith("bq_rescore_") else NEEDS[strategy]
+
+
 def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.ndarray, acls: np.ndarray,
-         partial: bool, hnsw: bool = True) -> dict[str, float]:  # fmt: skip
+         indexes: set[str]) -> dict[str, float]:  # fmt: skip
     t: dict[str, float] = {}
     conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     conn.execute(f"CREATE SCHEMA {schema}")
+    # The bit column only when a binary strategy runs: it is computed on load (COPY) from the vector.
+    bits = (f", emb_bits bit({DIM}) GENERATED ALWAYS AS (binary_quantize(embedding)::bit({DIM})) STORED"
+            if "cover_bits" in indexes else "")  # fmt: skip
     conn.execute(
         f"CREATE TABLE {schema}.items (id bigint PRIMARY KEY, tenant_id int NOT NULL, acl_set_id int NOT NULL, "
-        f"embedding vector({DIM}) NOT NULL, emb_half halfvec({DIM}) NOT NULL)"
+        f"embedding vector({DIM}) NOT NULL, emb_half halfvec({DIM}) NOT NULL{bits})"
     )
     t0 = time.perf_counter()
     with conn.cursor() as cur, cur.copy(f"COPY {schema}.items FROM STDIN WITH (FORMAT BINARY)") as copy:
@@ -113,12 +139,13 @@ def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.nd
         ("cover_float_s", f"CREATE INDEX items_cover_float ON {schema}.items (tenant_id, acl_set_id) "
                           f"INCLUDE (id, embedding)"),
         ("cover_half_s", f"CREATE INDEX items_cover_half ON {schema}.items (tenant_id, acl_set_id) INCLUDE (id, emb_half)"),
+        ("cover_bits_s", f"CREATE INDEX items_cover_bits ON {schema}.items (tenant_id, acl_set_id) "
+                         f"INCLUDE (id, emb_bits)"),
         ("hnsw_s", f"CREATE INDEX items_hnsw ON {schema}.items USING hnsw (embedding vector_cosine_ops) "
                    f"WITH (m = 16, ef_construction = 64)"),
     ]  # fmt: skip
-    if not hnsw:
-        steps = [st for st in steps if not st[0].startswith("hnsw")]
-    if partial and hnsw:
+    steps = [st for st in steps if st[0].removesuffix("_s") in indexes]
+    if "hnsw_partial_half" in indexes:
         for tenant in range(TENANTS):
             steps.append(
                 (f"hnsw_partial_half_t{tenant}_s",
@@ -142,7 +169,7 @@ def vec_literal(q: np.ndarray) -> str:
 
 
 def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray, tenant: int,
-                 readable: list[int], k: int, cap: int) -> tuple[list[int], str]:  # fmt: skip
+                 readable: list[int], k: int, cap: int, ef_search: int = 100) -> tuple[list[int], str]:  # fmt: skip
     """One query, in its own transaction with SET LOCAL planner settings; returns (ids, plan tag)."""
     v = vec_literal(q)
     tag = name
@@ -159,7 +186,7 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
             tag = f"adaptive->{name}"
         if name == "hnsw_iterative":
             cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cur.execute("SET LOCAL hnsw.ef_search = 100")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
             cur.execute("SET LOCAL enable_bitmapscan = off")
             cur.execute("SET LOCAL enable_seqscan = off")
             cur.execute("SET LOCAL enable_sort = off")  # the ordered HNSW scan, never scan + sort
@@ -187,6 +214,19 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 f"SELECT id FROM (SELECT id, {col} <=> %s::{typ} AS d FROM {schema}.items "
                 f"WHERE tenant_id = %s AND acl_set_id = ANY(%s) OFFSET 0) s ORDER BY d, id LIMIT %s",
                 [v, tenant, readable, k],
+            )
+        elif name.startswith("bq_rescore_"):
+            # First pass: hamming distance over the 48-byte bit copy, index-only on the covering btree
+            # (a top-N heapsort over the readable rows); second pass: exact halfvec distance of those N.
+            candidates = int(name.removeprefix("bq_rescore_"))
+            cur.execute("SET LOCAL enable_bitmapscan = off")
+            cur.execute("SET LOCAL enable_seqscan = off")
+            cur.execute(
+                f"WITH cand AS MATERIALIZED (SELECT id FROM {schema}.items WHERE tenant_id = %s "
+                f"AND acl_set_id = ANY(%s) ORDER BY emb_bits <~> binary_quantize(%s::vector)::bit({DIM}) LIMIT %s) "
+                f"SELECT i.id FROM cand JOIN {schema}.items i USING (id) "
+                f"ORDER BY i.emb_half <=> %s::halfvec, i.id LIMIT %s",
+                [tenant, readable, v, candidates, v, k],
             )
         elif name == "hnsw_partial_half":
             cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -227,6 +267,15 @@ def explain(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray, ten
     return plans[0] if plans else ""
 
 
+def product_settings() -> dict[str, int]:
+    """The product's vector settings as cairn/settings.py resolves them (env.bench provides its environment)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cairn.settings")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from django.conf import settings
+
+    return {k: int(settings.CAIRN[k]) for k in ("VECTOR_EXACT_SCAN_MAX_ROWS", "HNSW_EF_SEARCH")}
+
+
 def pct(xs: list[float], p: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
@@ -238,7 +287,12 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--cap", type=int, default=20_000, help="CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS")
+    ap.add_argument(
+        "--cap",
+        type=int,
+        default=None,
+        help="exact-scan cap of the adaptive strategy (default: the product's CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS)",
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--reuse", action="store_true", help="keep the loaded schema from an earlier run")
     ap.add_argument("--no-partial", action="store_true", help="skip the per-tenant partial HNSW indexes")
@@ -250,12 +304,16 @@ def main() -> int:
     if not args.dsn:
         print("set CAIRN_PG_SUPERUSER_URL (source /tmp/cairn-<you>/env.bench) or pass --dsn", file=sys.stderr)
         return 2
+    product = product_settings()
+    if args.cap is None:
+        args.cap = product["VECTOR_EXACT_SCAN_MAX_ROWS"]
     schema = f"bench_vf_{args.rows}"
     strategies = [s for s in args.strategies.split(",") if s]
     if args.no_partial:
         strategies = [s for s in strategies if s != "hnsw_partial_half"]
     if args.no_hnsw:
         strategies = [s for s in strategies if not s.startswith("hnsw") and s != "adaptive"]
+    indexes = set().union(*(needs(s) for s in strategies)) if strategies else set()
     vecs, tenants, acls = make_data(args.rows, args.seed)
     conn = psycopg.connect(args.dsn, autocommit=True)
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -264,7 +322,7 @@ def main() -> int:
     build: dict[str, float] = {}
     if not (args.reuse and exists):
         print(f"loading {args.rows} rows into {schema} ...", flush=True)
-        build = load(conn, schema, vecs, tenants, acls, partial=not args.no_partial, hnsw=not args.no_hnsw)
+        build = load(conn, schema, vecs, tenants, acls, indexes)
     sizes = dict(
         conn.execute(
             "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -272,12 +330,18 @@ def main() -> int:
             [schema],
         ).fetchall()
     )
-    settings = dict(conn.execute(
-        "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY(%s)",
-        [["shared_buffers", "work_mem", "effective_cache_size", "jit", "random_page_cost", "max_parallel_workers"]],
-    ).fetchall())  # fmt: skip
+    # setting is counted in unit (shared_buffers: 8kB pages), so "bytes" multiplies them; "value" is SHOW's form.
+    settings = {name: {"value": value, "setting": setting, "unit": unit, "bytes": nbytes} for name, value, setting, unit,
+                nbytes in conn.execute(
+        "SELECT name, current_setting(name), setting, unit, CASE WHEN unit IN ('B', 'kB', '8kB', 'MB') THEN "
+        "setting::bigint * CASE unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN '8kB' THEN 8192 ELSE 1048576 END END "
+        "FROM pg_settings WHERE name = ANY(%s)",
+        [["shared_buffers", "work_mem", "effective_cache_size", "jit", "random_page_cost", "max_parallel_workers",
+          "max_parallel_workers_per_gather"]],
+    ).fetchall()}  # fmt: skip
     results: dict[str, Any] = {
-        "rows": args.rows, "dim": DIM, "k": args.k, "queries": args.queries, "cap": args.cap, "build": build,
+        "rows": args.rows, "dim": DIM, "k": args.k, "queries": args.queries, "cap": args.cap,
+        "product_settings": product, "strategies": strategies, "indexes_built": sorted(indexes), "build": build,
         "sizes_bytes": sizes, "pg_settings": settings, "cpu_count": os.cpu_count(),
         "pg_version": conn.execute("SHOW server_version").fetchone()[0],
         "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()[0],
@@ -291,11 +355,13 @@ def main() -> int:
         sc: dict[str, Any] = {"filter_fraction": frac, "strategies": {}}
         for name in strategies:
             for q, tenant, readable in queries[: min(20, len(queries))]:  # warm the cache
-                run_strategy(conn, schema, name, q, tenant, readable, args.k, args.cap)
+                run_strategy(conn, schema, name, q, tenant, readable, args.k, args.cap, product["HNSW_EF_SEARCH"])
             lat, recalls, tags = [], [], set()
             for (q, tenant, readable), gt in zip(queries, truth, strict=True):
                 t0 = time.perf_counter()
-                ids, tag = run_strategy(conn, schema, name, q, tenant, readable, args.k, args.cap)
+                ids, tag = run_strategy(
+                    conn, schema, name, q, tenant, readable, args.k, args.cap, product["HNSW_EF_SEARCH"]
+                )
                 lat.append((time.perf_counter() - t0) * 1000)
                 tags.add(tag)
                 recalls.append(len(set(ids) & set(gt)) / max(1, len(gt)))

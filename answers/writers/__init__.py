@@ -2,8 +2,9 @@
 
 A tenant without ``AnswerSettings`` uses ``settings.CAIRN["WRITER"]`` (extractive by
 default).  ``openai_compatible`` talks to any OpenAI-compatible endpoint through
-``core.http``; ``llama_cpp`` is an optional local adapter (only if ``llama_cpp`` is
-importable; otherwise the engine falls back to the default writer and says so).
+``core.http``; ``llama_cpp`` is the optional local model behind llama.cpp's server on loopback
+(operator-configured ``CAIRN_LLM_SERVER_URL``, set by ``bin/cairn run``; without one the engine
+falls back to the default writer and says so).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def writer_for_tenant() -> tuple[Any, list[str]]:
                                       timeout=float(settings.CAIRN["WRITER_TIMEOUT_SECONDS"])), []  # fmt: skip
     from answers.writers import llama_local
 
-    # The model file comes from the operator's CAIRN_LLM_MODEL_PATH, never from the tenant row.
+    # The server address comes from the operator's CAIRN_LLM_SERVER_URL, never from the tenant row.
     if llama_local.available():
         return llama_local.LlamaCppWriter(), []
     return default_writer(), ["llama_cpp_unavailable: fell back to the default writer"]

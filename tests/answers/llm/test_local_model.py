@@ -92,3 +92,44 @@ def test_the_local_model_judges_support_and_a_changed_number(local_writer_settin
     quote = "Expense reports are due within 30 days of travel."
     assert judge.judge("Expense reports must be filed within 30 days after a trip.", quote).label == "supported"
     assert judge.judge("Expense reports are due within 90 days of travel.", quote).label != "supported"
+
+
+def test_bin_cairn_run_starts_the_local_server_once_a_tenant_picks_the_llama_cpp_writer(cast, monkeypatch) -> None:
+    import os
+
+    from cairn.stack import LocalModelSupervisor, Stack
+
+    assert "CAIRN_PG_SUPERUSER_URL" in os.environ, "bin/cairn test provides the embedded superuser URL"
+    monkeypatch.setenv("CAIRN_LLM_SERVER", "auto")
+    monkeypatch.delenv("CAIRN_LLM_SERVER_URL", raising=False)
+    stack = Stack()
+    stack.env = dict(os.environ)
+    supervisor = LocalModelSupervisor(stack, llm.free_port())
+    assert supervisor.server is not None
+    assert stack.env["CAIRN_LLM_SERVER_URL"] == supervisor.server.url and stack.env["CAIRN_LLM_API_KEY"]
+    try:
+        r = client_for(cast.tokens["alice"]).put(
+            "/api/v1/admin/answer-settings", {"writer": "llama_cpp"}, format="json"
+        )
+        assert r.status_code == 200, r.content
+        supervisor.poll()
+        assert supervisor.server.running()
+        supervisor.server.wait_ready()
+        key = {"Authorization": f"Bearer {stack.env['CAIRN_LLM_API_KEY']}"}
+        assert requests.get(f"{stack.env['CAIRN_LLM_SERVER_URL']}/models", headers=key, timeout=30).status_code == 200
+    finally:
+        supervisor.stop()
+    assert not supervisor.server.running()
+
+
+def test_bin_cairn_run_never_starts_the_local_server_when_the_operator_turned_it_off(monkeypatch) -> None:
+    import os
+
+    from cairn.stack import LocalModelSupervisor, Stack
+
+    monkeypatch.setenv("CAIRN_LLM_SERVER", "off")
+    stack = Stack()
+    stack.env = dict(os.environ)
+    supervisor = LocalModelSupervisor(stack, llm.free_port())
+    supervisor.poll()
+    assert supervisor.server is None and "CAIRN_LLM_SERVER_URL" not in stack.env
