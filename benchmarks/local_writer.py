@@ -8,7 +8,7 @@
 The questions and the filing are the answers suite's smoke slice (``manage.py evaluate --suite answers
 --limit N``: the first N dev questions, the one filing they point at, its first 4*N pages).  Each question
 is answered twice through ``answers.engine.answer_stages`` in the same tenant: once with the extractive
-writer, once with the ``llama_cpp`` writer against ``python -m cairn.llm serve`` (started here, as
+writer, once with the ``llama_cpp`` writer against ``python -m answers.writers.local_model serve`` (started here, as
 ``bin/cairn run`` starts it).  Per question: wall time, time to the first verified claim (the first
 ``claim`` event), abstention, source hit (a cited document matches the question's source glob), and the
 llama.cpp server's own prompt / generation token rates (parsed from its log).

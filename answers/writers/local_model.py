@@ -175,7 +175,7 @@ def serve(model: Path, port: int, api_key: str, *, n_ctx: int = DEFAULT_N_CTX, t
 
 
 class LocalServer:
-    """A ``python -m answers.writers.local_model serve`` child process: started, awaited, stopped (bin/cairn run, tests/llm)."""
+    """A ``python -m answers.writers.local_model serve`` child process: started, awaited, stopped (bin/cairn run, tests/answers/llm)."""
 
     def __init__(self, model: Path, *, port: int | None = None, api_key: str | None = None,
                  threads: int = DEFAULT_THREADS, n_ctx: int = DEFAULT_N_CTX) -> None:  # fmt: skip
