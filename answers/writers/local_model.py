@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project root: this file is answers/writers/local_model.py
 PARTS = 22
 PART_VERSION = "0.2.0"
 GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
