@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from answers.freshness import do_refresh_feed
+from answers import freshness
 from answers.models import AnswerSettings, AuthorityAssignment, AuthorityTier, EntityAlias, FreshnessFeed
+from core.errors import ApiError
+from core.http import BlockedDestination, SafeFetcher, check_admin_url, operator_endpoints
 from retrieval.models import Chunk, Document, IndexState, Source
+from tenants.audit import Actor, do_record_audit_event
 
 DEFAULT_TIERS = ((0, "system of record"), (1, "official docs"), (2, "wiki"), (3, "chat"))
 
 
-def do_set_alias(alias: str, canonical: str) -> EntityAlias:
+@transaction.atomic
+def do_set_alias(alias: str, canonical: str, *, actor: Actor) -> EntityAlias:
     row, _ = EntityAlias.objects.update_or_create(alias=alias.strip(), defaults={"canonical": canonical.strip()})
+    do_record_audit_event(actor=actor, action="alias.set", target_type="entity_alias", target_id=row.alias,
+                          details={"canonical": row.canonical})  # fmt: skip
     return row
 
 
-def do_delete_alias(alias_id: int) -> int:
-    deleted, _ = EntityAlias.objects.filter(pk=alias_id).delete()
-    return deleted
+@transaction.atomic
+def do_delete_alias(alias_id: int, *, actor: Actor) -> int:
+    row = EntityAlias.objects.filter(pk=alias_id).first()
+    if row is None:
+        return 0
+    row.delete()
+    do_record_audit_event(actor=actor, action="alias.deleted", target_type="entity_alias", target_id=row.alias,
+                          details={"canonical": row.canonical})  # fmt: skip
+    return 1
 
 
-def do_define_tier(rank: int, name: str) -> AuthorityTier:
+@transaction.atomic
+def do_define_tier(rank: int, name: str, *, actor: Actor) -> AuthorityTier:
     row, _ = AuthorityTier.objects.update_or_create(rank=rank, defaults={"name": name.strip()})
+    do_record_audit_event(actor=actor, action="hierarchy.tier_defined", target_type="authority_tier",
+                          target_id=row.pk, details={"rank": rank, "name": row.name})  # fmt: skip
     return row
 
 
@@ -45,12 +61,14 @@ def tier_names() -> dict[int, str]:
 
 
 @transaction.atomic
-def do_assign_authority(source: Source, tier: AuthorityTier, container: str = "") -> AuthorityAssignment:
+def do_assign_authority(source: Source, tier: AuthorityTier, container: str = "", *,
+                        actor: Actor | None) -> AuthorityAssignment:  # fmt: skip
     """Place a source (or one container of it) in a tier and re-tier what is already indexed.
 
     Updates ``Document.authority_tier`` and the denormalised ``Chunk.authority_tier`` in the
     same transaction, so ranking and "official only" filters see the change at once, and
     bumps the index version so cached answers built on the old hierarchy are not served.
+    ``actor=None`` only for a re-tiering that an audited action (a reorder) already recorded.
     """
     row, _ = AuthorityAssignment.objects.update_or_create(
         source=source, container=container, defaults={"tier": tier, "updated_at": timezone.now()}
@@ -68,27 +86,77 @@ def do_assign_authority(source: Source, tier: AuthorityTier, container: str = ""
     docs.update(authority_tier=tier.rank)
     chunks.update(authority_tier=tier.rank)
     IndexState.objects.update(index_version=F("index_version") + 1)
+    if actor is not None:
+        do_record_audit_event(actor=actor, action="hierarchy.assigned", target_type="source", target_id=source.pk,
+                              details={"container": container, "tier": tier.name, "rank": tier.rank})  # fmt: skip
     return row
 
 
-def do_create_feed(name: str, entity: str, url: str) -> FreshnessFeed:
-    return FreshnessFeed.objects.create(name=name.strip(), entity=entity.strip(), url=url.strip())
+def check_feed_url(url: str) -> None:
+    """A feed URL must lie inside the operator's freshness allow-list (``url_not_allowed`` otherwise)."""
+    try:
+        SafeFetcher(settings.CAIRN.get("FRESHNESS_ALLOWED_URL_PREFIXES", ()))._check_allowed(url)
+    except BlockedDestination as exc:
+        raise ApiError("url_not_allowed", "The URL is outside the freshness allow-list.") from exc
 
 
-def do_set_answer_settings(writer: str, *, endpoint_url: str = "", model: str = "", api_key: str | None = None
-                           ) -> AnswerSettings:  # fmt: skip
-    from answers.writers import encrypt_secret
+@transaction.atomic
+def do_create_feed(name: str, entity: str, url: str, *, actor: Actor) -> FreshnessFeed:
+    # Checked at write time too, so an admin learns at once that the URL can never be fetched.
+    check_feed_url(url.strip())
+    row = FreshnessFeed.objects.create(name=name.strip(), entity=entity.strip(), url=url.strip())
+    do_record_audit_event(actor=actor, action="feed.created", target_type="freshness_feed", target_id=row.pk,
+                          details={"name": row.name, "entity": row.entity, "url": row.url})  # fmt: skip
+    return row
 
+
+def do_refresh_feed(feed: FreshnessFeed, *, actor: Actor, fetcher: SafeFetcher | None = None) -> FreshnessFeed:
+    """An admin's "refresh now" (the answer engine's own refreshes are ``freshness.do_refresh_feed``)."""
+    with transaction.atomic():
+        feed = freshness.do_refresh_feed(feed, fetcher)
+        do_record_audit_event(actor=actor, action="feed.refreshed", target_type="freshness_feed", target_id=feed.pk,
+                              details={"name": feed.name, "latest": feed.latest_version,
+                                       "error": feed.last_error})  # fmt: skip
+    return feed
+
+
+def check_endpoint_url(url: str) -> None:
+    """The LLM endpoint a tenant admin sets: the full outbound policy, at write time already.
+
+    https and a public address, unless the operator approved exactly this origin
+    (``CAIRN_OPERATOR_PRIVATE_ENDPOINTS``). Names are resolved again when the writer connects.
+    """
+    try:
+        check_admin_url(url, endpoints=operator_endpoints(), resolve=False)
+    except BlockedDestination:
+        raise ApiError(
+            "endpoint_not_allowed",
+            "The endpoint must be a public https URL; a private endpoint needs the operator's approval.",
+        ) from None
+
+
+@transaction.atomic
+def do_set_answer_settings(writer: str, *, actor: Actor, endpoint_url: str = "", model: str = "",
+                           api_key: str | None = None) -> AnswerSettings:  # fmt: skip
+    from core.crypto import encrypt_text
+
+    if endpoint_url:
+        check_endpoint_url(endpoint_url)
     row = AnswerSettings.objects.first() or AnswerSettings()
     row.writer, row.endpoint_url, row.model, row.updated_at = writer, endpoint_url, model, timezone.now()
     if api_key is not None:
-        row.api_key_encrypted = encrypt_secret(api_key)
+        row.api_key_encrypted = encrypt_text(api_key)
     row.save()
+    do_record_audit_event(actor=actor, action="answer_settings.updated", target_type="answer_settings",
+                          target_id=row.pk, details={"writer": writer, "endpoint_url": endpoint_url, "model": model,
+                                                     "api_key_changed": api_key is not None})  # fmt: skip
     return row
 
 
 __all__ = [
     "DEFAULT_TIERS",
+    "check_endpoint_url",
+    "check_feed_url",
     "do_assign_authority",
     "do_create_feed",
     "do_define_tier",

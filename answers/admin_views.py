@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,7 +12,6 @@ from rest_framework.response import Response
 from answers import actions
 from answers.models import AnswerSettings, AuthorityAssignment, AuthorityTier, EntityAlias, FreshnessFeed
 from core.errors import ApiError
-from core.http import BlockedDestination, SafeFetcher
 from core.openapi import error_responses
 from retrieval.models import Source
 from tenants.views_base import TenantAPIView
@@ -56,7 +54,9 @@ class FeedSerializer(serializers.Serializer):
 
 class AnswerSettingsSerializer(serializers.Serializer):
     writer = serializers.ChoiceField(choices=AnswerSettings.Writer.values)
-    endpoint_url = serializers.URLField(required=False, allow_blank=True, default="")
+    # Any string: the outbound policy (answers.actions.check_endpoint_url) is the one judge of what may be
+    # contacted, with a coded refusal; URLField's own regex refused some IPv6 literals with a bare 400.
+    endpoint_url = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
     model = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     api_key = StrictCharField(max_length=500, required=False, write_only=True)
 
@@ -90,7 +90,7 @@ class AliasListView(TenantAPIView):
     @extend_schema(request=AliasSerializer, responses={201: dict, **error_responses(400)})
     def post(self, request: Request) -> Response:
         d = _valid(AliasSerializer, request.data)
-        return Response(_alias_json(actions.do_set_alias(d["alias"], d["canonical"])), status=201)
+        return Response(_alias_json(actions.do_set_alias(d["alias"], d["canonical"], actor=self.actor)), status=201)
 
 
 class AliasDetailView(TenantAPIView):
@@ -98,7 +98,7 @@ class AliasDetailView(TenantAPIView):
 
     @extend_schema(responses={204: None, **error_responses(404)})
     def delete(self, request: Request, pk: int) -> Response:
-        if not actions.do_delete_alias(pk):
+        if not actions.do_delete_alias(pk, actor=self.actor):
             raise ApiError("not_found", "No such alias.", 404)
         return Response(status=204)
 
@@ -138,7 +138,7 @@ class AuthorityTierView(TenantAPIView):
         clash = AuthorityTier.objects.filter(name=d["name"]).exclude(rank=d["rank"]).exists()
         if clash:
             raise ApiError("duplicate_tier", "Another rank already has this name.", 409)
-        actions.do_define_tier(d["rank"], d["name"])
+        actions.do_define_tier(d["rank"], d["name"], actor=self.actor)
         return Response(_authority_json())
 
 
@@ -155,7 +155,7 @@ class AuthorityAssignmentView(TenantAPIView):
         tier = AuthorityTier.objects.filter(rank=d["tier_rank"]).first()
         if tier is None:
             raise ApiError("unknown_tier", "Define the tier first.", 400)
-        actions.do_assign_authority(source, tier, d["container"])
+        actions.do_assign_authority(source, tier, d["container"], actor=self.actor)
         return Response(_authority_json())
 
 
@@ -177,14 +177,11 @@ class FreshnessFeedListView(TenantAPIView):
     @extend_schema(request=FeedSerializer, responses={201: dict, **error_responses(400, 409)})
     def post(self, request: Request) -> Response:
         d = _valid(FeedSerializer, request.data)
-        # Checked at write time too, so an admin learns at once that the URL can never be fetched.
-        try:
-            SafeFetcher(settings.CAIRN.get("FRESHNESS_ALLOWED_URL_PREFIXES", ()))._check_allowed(d["url"])
-        except BlockedDestination as exc:
-            raise ApiError("url_not_allowed", "The URL is outside the freshness allow-list.") from exc
+        actions.check_feed_url(d["url"])
         if FreshnessFeed.objects.filter(name=d["name"]).exists():
             raise ApiError("duplicate_feed", "A feed with this name exists.", 409)
-        return Response(_feed_json(actions.do_create_feed(d["name"], d["entity"], d["url"])), status=201)
+        return Response(_feed_json(actions.do_create_feed(d["name"], d["entity"], d["url"], actor=self.actor)),
+                        status=201)  # fmt: skip
 
 
 class FreshnessFeedRefreshView(TenantAPIView):
@@ -195,7 +192,7 @@ class FreshnessFeedRefreshView(TenantAPIView):
         feed = FreshnessFeed.objects.filter(pk=pk).first()
         if feed is None:
             raise ApiError("not_found", "No such feed.", 404)
-        return Response(_feed_json(actions.do_refresh_feed(feed)))
+        return Response(_feed_json(actions.do_refresh_feed(feed, actor=self.actor)))
 
 
 class AnswerSettingsView(TenantAPIView):
@@ -212,9 +209,10 @@ class AnswerSettingsView(TenantAPIView):
     def get(self, request: Request) -> Response:
         return Response(self._json())
 
+    # 400 endpoint_not_allowed: not a public https URL, and not an origin the operator approved.
     @extend_schema(request=AnswerSettingsSerializer, responses={200: dict, **error_responses(400)})
     def put(self, request: Request) -> Response:
         d = _valid(AnswerSettingsSerializer, request.data)
         actions.do_set_answer_settings(d["writer"], endpoint_url=d["endpoint_url"], model=d["model"],
-                                       api_key=d.get("api_key"))  # fmt: skip
+                                       api_key=d.get("api_key"), actor=self.actor)  # fmt: skip
         return Response(self._json())

@@ -63,6 +63,7 @@ from answers.verification import (
 )
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
+from retrieval.links import inert_links
 from retrieval.models import Document, IndexState
 from retrieval.permissions import PermissionContext
 from retrieval.search import RankedChunk, document_results, hybrid_search
@@ -240,6 +241,15 @@ def release_identity(writer: Any | None = None) -> dict[str, Any]:
     return identity
 
 
+def evidence_json(e: EvidenceRecord) -> dict[str, Any]:
+    """An evidence record as the client sees it: links in the passage inert unless they are its own URL."""
+    out: dict[str, Any] = to_jsonable(e)
+    for key in ("text", "snippet"):
+        if isinstance(out.get(key), str):
+            out[key] = inert_links(out[key], (e.canonical_url,))
+    return out
+
+
 @dataclass
 class ClaimOutcome:
     """One drafted claim after verification; ``kept`` claims are safe to show."""
@@ -252,11 +262,16 @@ class ClaimOutcome:
     calls_to_action_removed: int = 0
     attempt: int = 1
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, own_urls: dict[str, str] | None = None) -> dict[str, Any]:
+        urls = own_urls or {}
         return {
             "id": self.draft.id,
             "text": self.text,
-            "citations": [to_jsonable(c) for c in self.draft.citations],
+            # Quotes are passage text: their links are as inert as the passage's (evidence_json).
+            "citations": [
+                to_jsonable(c) | {"quote": inert_links(c.quote, (urls.get(c.evidence_id, ""),))}
+                for c in self.draft.citations
+            ],  # fmt: skip
             "verification": to_jsonable(self.verification) | {"kept": self.kept},
         }
 
@@ -549,9 +564,10 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
         trace["evidence"] = ev_trace
     timings["evidence"] = clock.ms()
     yield from clock.emit(_sources_event({
-        "evidence": [to_jsonable(e) for e in records], "results": results, "as_of": _as_of(state),
+        "evidence": [evidence_json(e) for e in records], "results": results, "as_of": _as_of(state),
         "notices": r.trace.get("notices", []), "freshness": freshness,
     }))  # fmt: skip
+    own_urls = {e.id: e.canonical_url for e in records}
 
     # ---- write + verify: each kept claim is sent once the answer clears the weak-evidence bar
     shown: list[ClaimOutcome] = []  # in the order sent; identity, not claim id (a conflict may reuse an id)
@@ -567,7 +583,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
             if best >= WEAK_EVIDENCE_THRESHOLD:
                 for o in held:
                     shown.append(o)
-                    yield from clock.emit(StageEvent("claim", {"index": len(shown) - 1, "claim": o.as_json()}))
+                    yield from clock.emit(StageEvent("claim", {"index": len(shown) - 1, "claim": o.as_json(own_urls)}))
                 held.clear()
     timings["write_verify"] = clock.ms()
 
@@ -599,7 +615,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     released = kept if abstention is None else []
     claims_json: list[dict[str, Any]] = []
     for o in released:
-        item = o.as_json()
+        item = o.as_json(own_urls)
         if report is not None and o.draft.id in report.labels:
             item["view"] = report.labels[o.draft.id]
         claims_json.append(item)
@@ -648,7 +664,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
         },
         "conflict": conflict,
         "freshness": freshness,
-        "evidence": [to_jsonable(e) | {"cited": e.id in cited_ids and abstention is None} for e in records],
+        "evidence": [evidence_json(e) | {"cited": e.id in cited_ids and abstention is None} for e in records],
         "results": results,
         "notices": r.trace.get("notices", []),
         "release": release,

@@ -64,7 +64,7 @@ MAX_PASSAGE_CHARS = 2000  # bounds the prompt (≈500 tokens) and so the judge's
 
 
 class JudgeError(Exception):
-    """The judge gave no usable verdict; ``kind`` is machine-readable (timeout, http_500, malformed_json, ...)."""
+    """The judge gave no usable verdict; ``kind`` is machine-readable (endpoint_failed, malformed_json, ...)."""
 
     def __init__(self, kind: str) -> None:
         super().__init__(kind)
@@ -140,10 +140,8 @@ class OpenAICompatibleJudge:
 
 
 def _error_kind(error: str) -> str:
-    """The writer's error text as a judge error kind (timeout / unreachable / http_NNN / ...)."""
-    if error.startswith("endpoint_unreachable"):
-        kind = "timeout" if "timed out" in error.lower() else "unreachable"
-        return f"{kind}: {error.split(':', 1)[-1].strip()[:120]}"
+    """The writer's error code as the judge's: ``endpoint_failed`` whatever the transport cause (no
+    port-scan oracle in a trace), ``endpoint_not_allowed`` for a URL the outbound policy refuses."""
     return error
 
 
@@ -173,7 +171,7 @@ def judge_for_tenant() -> OpenAICompatibleJudge | LlamaCppJudge | None:
     writer; the extractive writer's claims are verbatim quotes, so there is nothing for a judge to add.
     """
     from answers.models import AnswerSettings
-    from answers.writers import decrypt_secret
+    from answers.writers import decrypt_api_key
 
     row = AnswerSettings.objects.first()
     if row is not None and row.writer == AnswerSettings.Writer.LLAMA_CPP:
@@ -187,7 +185,9 @@ def judge_for_tenant() -> OpenAICompatibleJudge | LlamaCppJudge | None:
         return None
     if row is None or row.writer != AnswerSettings.Writer.OPENAI_COMPATIBLE or not row.endpoint_url:
         return None
-    return OpenAICompatibleJudge(row.endpoint_url, row.model, decrypt_secret(row.api_key_encrypted), timeout=_timeout())
+    return OpenAICompatibleJudge(
+        row.endpoint_url, row.model, decrypt_api_key(row.api_key_encrypted), timeout=_timeout()
+    )
 
 
 __all__ = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
@@ -23,3 +24,13 @@ class SecurityHeadersMiddleware:
         response.setdefault("Cross-Origin-Opener-Policy", "same-origin")
         response.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
+
+
+def add_static_headers(headers: Any, path: str, url: str) -> None:
+    """WhiteNoise's hook (``WHITENOISE_ADD_HEADERS_FUNCTION``): static files carry the pages' policy.
+
+    WhiteNoise answers /static/ before ``SecurityHeadersMiddleware`` runs, so without this an SVG or
+    HTML file under /static/ was served with no CSP at all.
+    """
+    headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    headers["Cross-Origin-Opener-Policy"] = "same-origin"

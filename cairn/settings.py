@@ -314,3 +314,39 @@ CELERY_BEAT_SCHEDULE["connectors-resume-stalled-syncs"] = {
     "schedule": float(env_int("CAIRN_CONNECTOR_RESUME_SECONDS", 120, minimum=1)),
     "kwargs": {"stale_after_seconds": env_int("CAIRN_CONNECTOR_STALE_SECONDS", 300, minimum=0)},
 }
+
+# Trust gaps (issue 16, docs/security.md).
+# Private origins admin-supplied URLs (LLM endpoint, judge) may reach: "scheme://host:port" each, set by the
+# operator only. Empty = every admin-supplied URL must be a public https address.
+CAIRN["OPERATOR_PRIVATE_ENDPOINTS"] = env_list("CAIRN_OPERATOR_PRIVATE_ENDPOINTS", [])
+# Nesting depth the REST parser accepts (deeper bodies get a coded 400, never a RecursionError 500).
+CAIRN["API_MAX_JSON_DEPTH"] = env_int("CAIRN_API_MAX_JSON_DEPTH", 32, minimum=2)
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["core.parsers.DepthLimitedJSONParser"]
+SPECTACULAR_SETTINGS["PARSER_WHITELIST"] = ["core.parsers.DepthLimitedJSONParser"]
+# Login throttle (django-axes): a client address or an account is locked out for AXES_COOLOFF_TIME after
+# AXES_FAILURE_LIMIT failed logins; attempts live in the Redis cache (no tenant table, no RLS question).
+INSTALLED_APPS = [*INSTALLED_APPS, "axes"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+MIDDLEWARE = [*MIDDLEWARE, "axes.middleware.AxesMiddleware"]
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_FAILURE_LIMIT = env_int("CAIRN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("CAIRN_LOGIN_LOCKOUT_MINUTES", 15.0) / 60.0  # hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one alone locks
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "portal.views.login_locked_out"
+AXES_CLIENT_IP_CALLABLE = "portal.views.login_client_address"
+AXES_VERBOSE = False
+
+
+# Static files carry the pages' CSP too (WhiteNoise answers them before any middleware below it runs).
+def _static_headers(headers: Any, path: str, url: str) -> None:
+    from cairn.middleware import add_static_headers  # imported late: settings load before apps
+
+    add_static_headers(headers, path, url)
+
+
+WHITENOISE_ADD_HEADERS_FUNCTION = _static_headers
+# Behind the TLS proxy, count login failures per the address it appends to X-Forwarded-For.
+CAIRN["TRUST_X_FORWARDED_FOR"] = env_bool("CAIRN_TRUST_X_FORWARDED_FOR", False)
+# Which feedback rows an admin may read the text of (retrieval knows the ACLs; tenants/api.py plugs it in).
+CAIRN["FEEDBACK_VISIBILITY"] = "retrieval.permissions.unreadable_feedback_ids"

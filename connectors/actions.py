@@ -10,6 +10,7 @@ import hashlib
 import secrets
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,7 +18,9 @@ from django.utils import timezone
 from connectors.base import DeleteDocument, IdentitySeen, SetGroupMembers, SyncOp, UpdateAcl, UpsertDocument
 from connectors.dispatch import enqueue_sync
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
-from core.crypto import decrypt_json, encrypt_json, encrypt_text
+from core.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
+from core.errors import ApiError
+from core.http import BlockedDestination, origin_of
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
@@ -30,6 +33,7 @@ from retrieval.actions import (
 )
 from retrieval.contracts import normalise_acl
 from retrieval.models import Source
+from tenants.audit import Actor, do_record_audit_event
 from tenants.context import require_tenant_id
 
 AUTHORITY_TIERS = {"confluence": 1, "sharepoint": 0, "slack": 3}
@@ -40,62 +44,232 @@ def new_webhook_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
+REQUIRED_CONFIG = {"confluence": ("site_url",), "sharepoint": ("tenant_id", "client_id", "site_ids"), "slack": ()}
+CREDENTIAL_KEYS = {
+    "confluence": ("email", "api_token"),
+    "sharepoint": ("client_secret",),
+    "slack": ("token", "signing_secret", "previous_signing_secret"),
+}
+URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url")
+OPERATOR_KEYS = ("allow_private_network", "tls_ca_file", "private_network_origins")
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def validate_connector_config(kind: str, config: Any, *, current: dict[str, Any] | None = None,
+                              operator: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The one validation of a connector's settings, whichever surface (API, console) sent them.
+
+    Raises ``ApiError("invalid_config")``. A URL must be https without credentials, except a value
+    that is unchanged from ``current`` (an operator-approved demo URL survives a rename) or one set by
+    the operator (``operator=True``, never reachable from a tenant admin's request).
+    """
+    from connectors.runtime import known_kinds
+
+    if kind not in known_kinds():
+        raise ApiError("unknown_kind", f"kind must be one of {', '.join(known_kinds())}")
+    if not isinstance(config, dict):
+        raise ApiError("invalid_config", "config must be a JSON object")
+    # Postgres jsonb cannot store \u0000 (the save failed with a 500 before this check).
+    if _has_nul(config):
+        raise ApiError("invalid_config", "config must not contain NUL characters")
+    for key in OPERATOR_KEYS:
+        if key in config:
+            raise ApiError("invalid_config", f"{key} is an operator setting, not a connector config key")
+    missing = [k for k in REQUIRED_CONFIG.get(kind, ()) if not config.get(k)]
+    if missing:
+        raise ApiError("invalid_config", f"missing config keys: {', '.join(missing)}")
+    for key in URL_KEYS:
+        if key not in config or operator or (current is not None and current.get(key) == config[key]):
+            continue
+        try:
+            parts = urlsplit(str(config[key]))
+            ok = parts.scheme == "https" and bool(parts.hostname) and not parts.username and not parts.password
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ApiError("invalid_config", f"{key} must be an https URL without credentials")
+    return dict(config)
+
+
+def validate_connector_credentials(kind: str, credentials: Any) -> dict[str, Any]:
+    if not isinstance(credentials, dict):
+        raise ApiError("invalid_credentials", "credentials must be a JSON object")
+    unknown = sorted(set(credentials) - set(CREDENTIAL_KEYS.get(kind, ())))
+    if unknown:
+        raise ApiError("invalid_credentials", f"unknown credential keys: {', '.join(unknown)}")
+    if _has_nul(credentials) or not all(isinstance(v, str) or v is None for v in credentials.values()):
+        raise ApiError("invalid_credentials", "credential values must be strings without NUL characters")
+    return dict(credentials)
+
+
+def _valid_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise ApiError("invalid_request", "name is required")
+    if "\x00" in name:
+        raise ApiError("invalid_request", "name must not contain NUL characters")
+    return name[:200]
+
+
+def url_origins(config: dict[str, Any]) -> list[list[Any]]:
+    """The origins of the instance's URL settings, as stored in ``private_network_origins``."""
+    out: list[list[Any]] = []
+    for key in URL_KEYS:
+        if config.get(key):
+            try:
+                scheme, host, port = origin_of(str(config[key]))
+            except BlockedDestination:
+                continue
+            if [scheme, host, port] not in out:
+                out.append([scheme, host, port])
+    return out
+
+
 def do_create_connector_instance(
     kind: str,
     name: str,
     *,
     config: dict[str, Any],
     credentials: dict[str, Any],
+    actor: Actor,
     allow_private_network: bool = False,
     tls_ca_file: str = "",
 ) -> ConnectorInstance:
-    """A new instance with its ``retrieval.Source`` (1:1) and a fresh per-instance webhook secret."""
-    source = do_create_source(kind, name, config={}, authority_tier=AUTHORITY_TIERS.get(kind, 2))
-    existing = ConnectorInstance.objects.filter(source=source).first()
-    if existing is not None:
-        return existing
-    instance = ConnectorInstance.objects.create(
-        source=source, kind=kind, config=dict(config), credentials_encrypted=encrypt_json(dict(credentials)),
-        webhook_secret_encrypted=encrypt_text(new_webhook_secret()),
-        allow_private_network=allow_private_network, tls_ca_file=tls_ca_file,
-    )  # fmt: skip
-    for mode in SyncState.Mode.values:
-        SyncState.objects.create(instance=instance, mode=mode)
+    """A new instance with its ``retrieval.Source`` (1:1) and a fresh per-instance webhook secret.
+
+    ``allow_private_network`` / ``tls_ca_file`` are the operator's (demo loader, management code);
+    the approval covers exactly the origins of the URLs given now.
+    """
+    name = _valid_name(name)
+    config = validate_connector_config(kind, config, operator=allow_private_network)
+    credentials = validate_connector_credentials(kind, credentials)
+    with transaction.atomic():
+        source = do_create_source(kind, name, config={}, authority_tier=AUTHORITY_TIERS.get(kind, 2))
+        existing = ConnectorInstance.objects.filter(source=source).first()
+        if existing is not None:
+            return existing
+        instance = ConnectorInstance.objects.create(
+            source=source, kind=kind, config=dict(config), credentials_encrypted=encrypt_json(dict(credentials)),
+            webhook_secret_encrypted=encrypt_text(new_webhook_secret()),
+            allow_private_network=allow_private_network, tls_ca_file=tls_ca_file,
+            private_network_origins=url_origins(config) if allow_private_network else [],
+        )  # fmt: skip
+        for mode in SyncState.Mode.values:
+            SyncState.objects.create(instance=instance, mode=mode)
+        do_record_audit_event(actor=actor, action="connector.created", target_type="connector",
+                              target_id=instance.pk,
+                              details={"kind": kind, "name": name, "config_keys": sorted(config),
+                                       "credential_keys": sorted(credentials),
+                                       "allow_private_network": allow_private_network})  # fmt: skip
     return instance
 
 
 def do_update_connector_instance(
     instance: ConnectorInstance,
     *,
+    actor: Actor,
     name: str | None = None,
     config: dict[str, Any] | None = None,
     credentials: dict[str, Any] | None = None,
+    approve_private_network: bool = False,
 ) -> ConnectorInstance:
-    """Credentials are merged key by key (write-only: the caller never saw the old values)."""
-    if name is not None and name != instance.source.name:
-        Source.objects.filter(pk=instance.source_id).update(name=name)
+    """Credentials are merged key by key (write-only: the caller never saw the old values).
+
+    A change of any URL's scheme, host or port withdraws the operator's private-network trust,
+    unless the operator itself is approving the new URLs (``approve_private_network``).
+    """
+    name = _valid_name(name) if name is not None else None
     if config is not None:
-        # Keys the runtime maintains (Graph subscription bookkeeping) survive an admin's edit;
-        # dropping them would orphan live subscriptions.
-        runtime_keys = ("subscriptions", "subscription_expirations", "subscription_secret", "subscription_pending")
-        kept = {k: instance.config[k] for k in runtime_keys if k in (instance.config or {})}
-        instance.config = {**dict(config), **kept}
-    if credentials:
-        merged = decrypt_json(instance.credentials_encrypted)
-        merged.update({k: v for k, v in credentials.items() if v is not None})
-        instance.credentials_encrypted = encrypt_json(merged)
-    instance.updated_at = timezone.now()
-    instance.save()
+        config = validate_connector_config(instance.kind, config, current=instance.config or {},
+                                           operator=approve_private_network)  # fmt: skip
+    credentials = validate_connector_credentials(instance.kind, credentials or {})
+    trust_withdrawn = False
+    with transaction.atomic():
+        if name is not None and name != instance.source.name:
+            Source.objects.filter(pk=instance.source_id).update(name=name)
+        if config is not None:
+            # Keys the runtime maintains (Graph subscription bookkeeping) survive an admin's edit;
+            # dropping them would orphan live subscriptions.
+            runtime_keys = ("subscriptions", "subscription_expirations", "subscription_secret",
+                            "subscription_pending")  # fmt: skip
+            kept = {k: instance.config[k] for k in runtime_keys if k in (instance.config or {})}
+            new_origins = url_origins(config)
+            if approve_private_network:
+                instance.allow_private_network = True
+                instance.private_network_origins = new_origins
+            elif instance.allow_private_network and any(
+                o not in (instance.private_network_origins or []) for o in new_origins
+            ):
+                instance.allow_private_network = False
+                instance.private_network_origins = []
+                trust_withdrawn = True
+            instance.config = {**dict(config), **kept}
+        if credentials:
+            merged = decrypt_json(instance.credentials_encrypted)
+            merged.update({k: v for k, v in credentials.items() if v is not None})
+            instance.credentials_encrypted = encrypt_json(merged)
+        instance.updated_at = timezone.now()
+        instance.save()
+        do_record_audit_event(actor=actor, action="connector.updated", target_type="connector",
+                              target_id=instance.pk,
+                              details={"name_changed": name is not None, "config_keys": sorted(config or {}),
+                                       "credential_keys": sorted(credentials),
+                                       "private_network_trust_withdrawn": trust_withdrawn,
+                                       "private_network_approved": approve_private_network})  # fmt: skip
     return instance
 
 
-def do_rotate_webhook_secret(instance: ConnectorInstance) -> None:
-    instance.webhook_secret_encrypted = encrypt_text(new_webhook_secret())
-    instance.updated_at = timezone.now()
-    instance.save(update_fields=["webhook_secret_encrypted", "updated_at"])
+def do_rotate_webhook_secret(instance: ConnectorInstance, *, actor: Actor) -> None:
+    with transaction.atomic():
+        instance.webhook_secret_encrypted = encrypt_text(new_webhook_secret())
+        instance.updated_at = timezone.now()
+        instance.save(update_fields=["webhook_secret_encrypted", "updated_at"])
+        do_record_audit_event(actor=actor, action="connector.webhook_secret_rotated", target_type="connector",
+                              target_id=instance.pk)  # fmt: skip
 
 
-def do_set_paused(instance: ConnectorInstance, paused: bool) -> ConnectorInstance:
+def do_read_webhook_secret(instance: ConnectorInstance, *, actor: Actor) -> str:
+    """The clear webhook secret, for an admin to paste into the source; reading it is audited."""
+    secret = decrypt_text(instance.webhook_secret_encrypted)
+    do_record_audit_event(actor=actor, action="connector.webhook_secret_viewed", target_type="connector",
+                          target_id=instance.pk)  # fmt: skip
+    return secret
+
+
+def do_test_connection(instance: ConnectorInstance, *, actor: Actor) -> tuple[bool, str]:
+    """Ask the source whether the stored credentials work; ``(ok, message)``, audited."""
+    import requests
+
+    from connectors.base import ConnectorError
+    from connectors.runtime import build_connector
+    from core.crypto import CredentialsError
+    from core.http import OutboundHTTPError, RateLimited, redact
+
+    try:
+        build_connector(instance).test_connection()
+        ok, message = True, "connected"
+    # requests.RequestException: the source's host does not resolve, refuses or times out -- the
+    # commonest failed test, which must read {ok: false}, not a 500.
+    except (ConnectorError, RateLimited, OutboundHTTPError, CredentialsError, KeyError, ValueError,
+            requests.RequestException) as exc:  # fmt: skip
+        ok, message = False, redact(str(exc) or type(exc).__name__)[:500]
+    do_record_audit_event(actor=actor, action="connector.tested", target_type="connector", target_id=instance.pk,
+                          details={"ok": ok})  # fmt: skip
+    return ok, message
+
+
+def do_set_paused(instance: ConnectorInstance, paused: bool, *, actor: Actor) -> ConnectorInstance:
+    do_record_audit_event(actor=actor, action=f"connector.{'paused' if paused else 'resumed'}",
+                          target_type="connector", target_id=instance.pk)  # fmt: skip
     instance.paused = paused
     instance.updated_at = timezone.now()
     instance.save(update_fields=["paused", "updated_at"])
@@ -107,12 +281,20 @@ def do_set_paused(instance: ConnectorInstance, paused: bool) -> ConnectorInstanc
     return instance
 
 
-def do_request_sync(instance: ConnectorInstance, mode: str) -> SyncState:
+def do_request_sync(instance: ConnectorInstance, mode: str, *, actor: Actor | None = None) -> SyncState:
     """Queue a run of ``mode`` unless one is already queued or running (then that one is returned).
 
     A full sync after a finished one starts from scratch; after a failed or interrupted one it
     resumes from the checkpoint.  Incremental and permission syncs always continue from theirs.
+    An admin's request (``actor``) is audited; the scheduler's and webhooks' own requests
+    (``actor=None``) are not, or the log would fill with one row per minute per source.
     """
+    if actor is not None:
+        with transaction.atomic():
+            state = do_request_sync(instance, mode)
+            do_record_audit_event(actor=actor, action="connector.sync_requested", target_type="connector",
+                                  target_id=instance.pk, details={"mode": mode, "run_id": state.run_id})  # fmt: skip
+            return state
     if mode not in SyncState.Mode.values:
         raise ValueError(f"unknown sync mode {mode!r}")
     with transaction.atomic():

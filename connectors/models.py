@@ -30,6 +30,9 @@ class ConnectorInstance(TenantScopedModel):
     # a private address, and a CA bundle for a source with a private certificate.
     allow_private_network = models.BooleanField(default=False)
     tls_ca_file = models.CharField(max_length=500, blank=True, default="")
+    # The exact origins ([scheme, host, port]) the operator approved with allow_private_network; a base
+    # URL outside them gets the full public-only policy, and an edit that changes an origin clears both.
+    private_network_origins = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -19,7 +19,7 @@ from django.utils.module_loading import import_string
 from connectors.base import Connector
 from connectors.models import ConnectorInstance
 from core.crypto import decrypt_json
-from core.http import RateLimited, build_session, validate_url
+from core.http import BlockedDestination, RateLimited, build_session, check_admin_url, origin_of
 
 # Waits up to this long happen in-process (small jittered retries); anything longer is handed
 # back to Celery as a countdown so a throttled source never holds a worker.
@@ -40,27 +40,44 @@ def host_port(url: str) -> str:
 
 @dataclass(frozen=True)
 class Outbound:
-    """What the instance may reach: public hosts always; its private base URLs only when the
-    operator (never a tenant admin) set ``allow_private_network`` on the instance."""
+    """What the instance may reach: public https hosts always; a private base URL only when the
+    operator (never a tenant admin) set ``allow_private_network`` *and* approved that exact origin
+    (scheme, host, port) in ``private_network_origins``: trust does not follow a later edit."""
 
     allow_private_network: bool
     tls_ca_file: str
+    approved_origins: frozenset[tuple[str, str, int]] = frozenset()
+
+    @classmethod
+    def for_instance(cls, instance: ConnectorInstance) -> Outbound:
+        origins = frozenset(
+            (str(o[0]), str(o[1]), int(o[2])) for o in (instance.private_network_origins or []) if len(o) == 3
+        )
+        return cls(instance.allow_private_network, instance.tls_ca_file, origins)
+
+    def trusted(self, url: str) -> bool:
+        if not self.allow_private_network:
+            return False
+        try:
+            return origin_of(url) in self.approved_origins
+        except BlockedDestination:
+            return False
 
     def session(self, base_urls: Iterable[str], *, extra_hosts: Iterable[str] = (), **kwargs: Any) -> Any:
         hosts = list(extra_hosts)
-        if self.allow_private_network:
-            hosts += [host_port(u) for u in base_urls]
-        else:
-            for url in base_urls:
-                validate_url(url)  # refuses private/loopback/link-local destinations up front
-        session = build_session(allowed_hosts=hosts, **kwargs)
+        for url in base_urls:
+            if self.trusted(url):
+                hosts.append(host_port(url))
+            else:
+                check_admin_url(url)  # https, public addresses only; the connect re-checks the peer
+        session = build_session(allowed_hosts=hosts, https_only=True, **kwargs)
         if self.tls_ca_file:
             session.verify = self.tls_ca_file
         return session
 
     def check_url(self, url: str) -> None:
-        if not self.allow_private_network:
-            validate_url(url)
+        if not self.trusted(url):
+            check_admin_url(url)
 
 
 def factory_for(kind: str) -> Callable[..., Connector]:
@@ -76,5 +93,5 @@ def known_kinds() -> list[str]:
 
 def build_connector(instance: ConnectorInstance) -> Connector:
     """Call inside the instance's tenant_context (the Slack inbox reads tenant rows)."""
-    outbound = Outbound(instance.allow_private_network, instance.tls_ca_file)
+    outbound = Outbound.for_instance(instance)
     return factory_for(instance.kind)(instance, decrypt_json(instance.credentials_encrypted), outbound)

@@ -12,18 +12,19 @@ from django.db.models import Max
 
 from answers.actions import do_assign_authority, do_define_tier
 from answers.models import AuthorityAssignment, AuthorityTier
+from tenants.audit import Actor, do_record_audit_event
 
 
-def do_add_authority_tier(name: str) -> AuthorityTier:
-    """A new tier below the existing ones."""
+def do_add_authority_tier(name: str, *, actor: Actor) -> AuthorityTier:
+    """A new tier below the existing ones (audited by ``do_define_tier``)."""
     top = AuthorityTier.objects.aggregate(m=Max("rank"))["m"]
     if AuthorityTier.objects.filter(name=name.strip()).exists():
         raise ValueError("A tier with that name exists.")
-    return do_define_tier(0 if top is None else top + 1, name)
+    return do_define_tier(0 if top is None else top + 1, name, actor=actor)
 
 
 @transaction.atomic
-def do_reorder_authority_tiers(ordered_ids: list[int]) -> list[AuthorityTier]:
+def do_reorder_authority_tiers(ordered_ids: list[int], *, actor: Actor) -> list[AuthorityTier]:
     tiers = {t.pk: t for t in AuthorityTier.objects.select_for_update()}
     if sorted(ordered_ids) != sorted(tiers):
         raise ValueError("The new order must list every tier exactly once.")
@@ -35,5 +36,7 @@ def do_reorder_authority_tiers(ordered_ids: list[int]) -> list[AuthorityTier]:
     # Whole-source assignments first, container overrides after (do_assign_authority skips overridden ones).
     for a in AuthorityAssignment.objects.select_related("source", "tier").order_by("container"):
         a.tier.refresh_from_db()
-        do_assign_authority(a.source, a.tier, a.container)
+        do_assign_authority(a.source, a.tier, a.container, actor=None)  # recorded once, below
+    do_record_audit_event(actor=actor, action="hierarchy.tiers_reordered", target_type="authority_tier",
+                          target_id="", details={"order": ordered_ids})  # fmt: skip
     return list(AuthorityTier.objects.order_by("rank"))

@@ -24,12 +24,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from core.errors import ApiError
 from retrieval.actions import do_map_identity
 from retrieval.models import AclSet, Document, Source
-from retrieval.permissions import explain_access, user_principals
+from retrieval.permissions import explain_access, unreadable_feedback_ids, user_principals
 from tenants.access import admin_view, operator_view
-from tenants.audit import do_record_audit_event, export_csv, filtered_events
+from tenants.audit import Actor, do_record_audit_event, export_csv, filtered_events
 from tenants.context import tenant_context
+from tenants.feedback import HIDDEN
 from tenants.models import ExternalIdentity, Group, Membership, Tenant, User
 
 REPORTS_DIR = Path(settings.BASE_DIR) / "reports" / "latest"
@@ -60,9 +62,21 @@ def page(request: HttpRequest, membership: Membership, template: str, section: s
     return render(request, template, ctx, status=status)
 
 
+def actor(request: HttpRequest) -> Actor:
+    """The acting admin as the domain actions record it (they write the audit rows)."""
+    return Actor.of(request.user, "console")
+
+
 def audit(request: HttpRequest, action: str, target_type: str, target_id: Any, details: dict[str, Any]) -> None:
-    do_record_audit_event(actor=request.user, action=action, target_type=target_type, target_id=target_id,
-                          details={"via": "console", **details})  # fmt: skip
+    """Reads worth a row (an export, an access explanation); state changes are audited by their action."""
+    do_record_audit_event(actor=actor(request), action=action, target_type=target_type, target_id=target_id,
+                          details=details)  # fmt: skip
+
+
+def _refusal(exc: ApiError) -> str:
+    """The domain action's coded refusal, worded for the page (same code as the API's 400)."""
+    detail = exc.detail if isinstance(exc.detail, dict) else {}
+    return f"{detail.get('message') or exc.detail} ({detail.get('code') or exc.get_codes()})"
 
 
 # --- overview ----------------------------------------------------------------------------------------------
@@ -157,20 +171,17 @@ def connector_new(request: HttpRequest, membership: Membership) -> HttpResponse:
     error = ""
     if request.method == "POST":
         try:
-            if form["kind"] not in _known_kinds():
-                raise ValueError("Choose a connector type.")
-            if not form["name"].strip():
-                raise ValueError("Give the connector a name.")
             config = _json_field(form["config"], "Settings")
             credentials = _json_field(request.POST.get("credentials", ""), "Credentials")
-            with transaction.atomic():
-                instance = do_create_connector_instance(form["kind"], form["name"].strip()[:200], config=config,
-                                                        credentials=credentials)  # fmt: skip
-                audit(request, "connector.created", "connector", instance.pk,
-                      {"kind": instance.kind, "name": form["name"], "config_keys": sorted(config),
-                       "credential_keys": sorted(credentials)})  # fmt: skip
+            if Source.objects.filter(name=form["name"].strip()).exists():
+                raise ValueError("A source with this name exists.")
+            # The same validating action as POST /api/v1/connectors: same refusals, same codes.
+            instance = do_create_connector_instance(form["kind"], form["name"], config=config,
+                                                    credentials=credentials, actor=actor(request))  # fmt: skip
             messages.success(request, "Connector added. Test the connection, then start a full sync.")
             return redirect("console-connector", pk=instance.pk)
+        except ApiError as exc:
+            error = _refusal(exc)
         except ValueError as exc:
             error = str(exc)
     return page(request, membership, "console/connector_form.html", "connectors", "Add a connector",
@@ -211,42 +222,41 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
             try:
                 config = _json_field(request.POST.get("config", ""), "Settings")
                 credentials = _json_field(request.POST.get("credentials", ""), "Credentials")
-                name = request.POST.get("name", "").strip()[:200] or instance.source.name
-                do_update_connector_instance(instance, name=name, config=config, credentials=credentials or None)
-                audit(request, "connector.updated", "connector", instance.pk,
-                      {"config_keys": sorted(config), "credential_keys": sorted(credentials)})  # fmt: skip
+                name = request.POST.get("name", "").strip() or instance.source.name
+                # The same validating action as PATCH /api/v1/connectors/<id>.
+                do_update_connector_instance(instance, name=name, config=config, credentials=credentials or None,
+                                             actor=actor(request))  # fmt: skip
                 messages.success(request, "Saved." + (" New credentials stored." if credentials else ""))
                 return redirect("console-connector", pk=pk)
+            except ApiError as exc:
+                error = _refusal(exc)
             except ValueError as exc:
                 error = str(exc)
         elif op == "test":
-            test_result = _test_connection(instance)
-            audit(request, "connector.tested", "connector", instance.pk, {"ok": test_result[0]})
+            from connectors.actions import do_test_connection
+
+            test_result = do_test_connection(instance, actor=actor(request))
         elif op in ("full", "incremental", "permission"):
-            state = do_request_sync(instance, op)
-            audit(request, "connector.sync_requested", "connector", instance.pk, {"mode": op, "run_id": state.run_id})
+            do_request_sync(instance, op, actor=actor(request))
             messages.success(request, f"{op.capitalize()} sync queued.")
             return redirect("console-connector", pk=pk)
         elif op in ("pause", "resume"):
-            do_set_paused(instance, op == "pause")
-            audit(request, f"connector.{'paused' if op == 'pause' else 'resumed'}", "connector", instance.pk, {})
+            do_set_paused(instance, op == "pause", actor=actor(request))
             messages.success(request, "Paused." if op == "pause" else "Resumed.")
             return redirect("console-connector", pk=pk)
         elif op == "rotate":
             from connectors.actions import do_rotate_webhook_secret
 
-            do_rotate_webhook_secret(instance)
-            audit(request, "connector.webhook_secret_rotated", "connector", instance.pk, {})
+            do_rotate_webhook_secret(instance, actor=actor(request))
             messages.success(request, "A new webhook secret was generated; update the source.")
             return redirect("console-connector", pk=pk)
         elif op == "reveal":
             reveal = True
-            audit(request, "connector.webhook_secret_viewed", "connector", instance.pk, {})
     secret = ""
     if reveal and instance.webhook_secret_encrypted:
-        from core.crypto import decrypt_text
+        from connectors.actions import do_read_webhook_secret
 
-        secret = decrypt_text(instance.webhook_secret_encrypted)
+        secret = do_read_webhook_secret(instance, actor=actor(request))
     hook_urls, hook_how = _hook_urls(request, instance, reveal=reveal)
     ctx = {
         "instance": instance,
@@ -261,17 +271,6 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
     }
     return page(request, membership, "console/connector_detail.html", "connectors", instance.source.name, ctx,
                 status=400 if error else 200)  # fmt: skip
-
-
-def _test_connection(instance: Any) -> tuple[bool, str]:
-    from connectors.runtime import build_connector
-    from core.http import redact
-
-    try:
-        build_connector(instance).test_connection()
-        return True, "Connected."
-    except Exception as exc:  # noqa: BLE001 - any failure is the answer to "does it connect?"
-        return False, redact(str(exc))[:300] or exc.__class__.__name__
 
 
 @require_GET
@@ -309,8 +308,7 @@ def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
                     raise ValueError("Give the tier a name.")
                 from console.actions import do_add_authority_tier
 
-                tier = do_add_authority_tier(name)
-                audit(request, "hierarchy.tier_created", "authority_tier", tier.pk, {"name": name})
+                do_add_authority_tier(name, actor=actor(request))
             elif op in ("up", "down"):
                 ids = list(am.AuthorityTier.objects.order_by("rank").values_list("pk", flat=True))
                 pk = int(request.POST.get("tier", "0"))
@@ -322,17 +320,14 @@ def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
                     ids[i], ids[j] = ids[j], ids[i]
                     from console.actions import do_reorder_authority_tiers
 
-                    do_reorder_authority_tiers(ids)
-                    audit(request, "hierarchy.tiers_reordered", "authority_tier", pk, {"order": ids})
+                    do_reorder_authority_tiers(ids, actor=actor(request))
             elif op == "assign":
                 source = get_object_or_404(Source, pk=int(request.POST.get("source", "0")))
                 tier = get_object_or_404(am.AuthorityTier, pk=int(request.POST.get("tier", "0")))
                 container = request.POST.get("container", "").strip()[:300]
                 from answers.actions import do_assign_authority
 
-                do_assign_authority(source, tier, container)
-                audit(request, "hierarchy.assigned", "source", source.pk,
-                      {"container": container, "tier": tier.name, "rank": tier.rank})  # fmt: skip
+                do_assign_authority(source, tier, container, actor=actor(request))
             else:
                 raise ValueError("Unknown action.")
             return redirect("console-hierarchy")
@@ -355,8 +350,7 @@ def aliases(request: HttpRequest, membership: Membership) -> HttpResponse:
                 alias = get_object_or_404(am.EntityAlias, pk=int(request.POST.get("alias", "0")))
                 from answers.actions import do_delete_alias
 
-                do_delete_alias(alias.pk)
-                audit(request, "alias.deleted", "entity_alias", alias.alias, {"canonical": alias.canonical})
+                do_delete_alias(alias.pk, actor=actor(request))
             else:
                 surface = request.POST.get("alias", "").strip()[:200]
                 canonical = request.POST.get("canonical", "").strip()[:200]
@@ -364,8 +358,7 @@ def aliases(request: HttpRequest, membership: Membership) -> HttpResponse:
                     raise ValueError("Both the alias and the canonical name are needed.")
                 from answers.actions import do_set_alias
 
-                do_set_alias(surface, canonical)
-                audit(request, "alias.set", "entity_alias", surface, {"canonical": canonical})
+                do_set_alias(surface, canonical, actor=actor(request))
             return redirect("console-aliases")
         except (ValueError, LookupError) as exc:
             error = str(exc)
@@ -384,9 +377,7 @@ def feeds(request: HttpRequest, membership: Membership) -> HttpResponse:
                 from answers.actions import do_refresh_feed
 
                 feed = get_object_or_404(am.FreshnessFeed, pk=int(request.POST.get("feed", "0")))
-                feed = do_refresh_feed(feed)
-                audit(request, "feed.refreshed", "freshness_feed", feed.pk,
-                      {"name": feed.name, "latest": feed.latest_version, "error": feed.last_error})  # fmt: skip
+                do_refresh_feed(feed, actor=actor(request))
             else:
                 name = request.POST.get("name", "").strip()[:200]
                 entity = request.POST.get("entity", "").strip()[:200]
@@ -395,9 +386,10 @@ def feeds(request: HttpRequest, membership: Membership) -> HttpResponse:
                     raise ValueError("Name, entity and an https:// URL are needed.")
                 from answers.actions import do_create_feed
 
-                feed = do_create_feed(name, entity, url)
-                audit(request, "feed.created", "freshness_feed", feed.pk, {"name": name, "entity": entity, "url": url})
+                do_create_feed(name, entity, url, actor=actor(request))
             return redirect("console-feeds")
+        except ApiError as exc:
+            error = _refusal(exc)
         except (ValueError, LookupError) as exc:
             error = str(exc)
     rows = am.FreshnessFeed.objects.order_by("name")
@@ -431,9 +423,7 @@ def people(request: HttpRequest, membership: Membership) -> HttpResponse:
                 identity = get_object_or_404(ExternalIdentity, pk=int(request.POST.get("identity", "0")))
                 user_id = request.POST.get("user", "")
                 user = member_users[int(user_id)].user if user_id else None
-                do_map_identity(identity, user)
-                audit(request, "identity.mapped" if user else "identity.unmapped", "external_identity",
-                      identity.principal, {"user_id": user.pk if user else None})  # fmt: skip
+                do_map_identity(identity, user, actor=actor(request))
                 messages.success(
                     request, f"{identity.principal} {'mapped to ' + user.username if user else 'unmapped'}."
                 )
@@ -446,8 +436,7 @@ def people(request: HttpRequest, membership: Membership) -> HttpResponse:
                     raise ValueError("You cannot remove your own admin role.")
                 from tenants.actions import do_add_member
 
-                do_add_member(target.tenant, target.user, role=role)
-                audit(request, "member.role_changed", "user", target.user_id, {"role": role})
+                do_add_member(target.tenant, target.user, role=role, actor=actor(request))
                 messages.success(request, f"{target.user.username} is now {role}.")
             else:
                 raise ValueError("Unknown action.")
@@ -580,7 +569,14 @@ def feedback_queue(request: HttpRequest, membership: Membership) -> HttpResponse
         qs = qs.filter(verdict=verdict)
     users = {m.user_id: m.user.username for m in Membership.objects.filter(tenant_id=membership.tenant_id)
              .select_related("user")}  # fmt: skip
-    rows = [(fb, users.get(fb.user_id, f"user {fb.user_id}")) for fb in qs[:200]]
+    flags = list(qs[:200])
+    # The admin's own read permissions apply: text from a document they may not read is withheld.
+    hidden = unreadable_feedback_ids(request.user, flags)  # type: ignore[arg-type]
+    for fb in flags:
+        if fb.pk in hidden:
+            fb.claim_text = HIDDEN if fb.claim_text else ""
+            fb.comment = ""
+    rows = [(fb, users.get(fb.user_id, f"user {fb.user_id}")) for fb in flags]
     return page(request, membership, "console/feedback.html", "feedback", "Feedback queue",
                 {"rows": rows, "verdict": verdict, "verdicts": Feedback.Verdict.values})  # fmt: skip
 

@@ -64,6 +64,11 @@ __all__ = [
     "redact_url",
     "request_with_retries",
     "validate_url",
+    "OperatorEndpoints",
+    "admin_url_session",
+    "check_admin_url",
+    "operator_endpoints",
+    "origin_of",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -338,6 +343,8 @@ class _Policy:
     allow_private: bool = False
     allow_loopback: bool = False
     resolver: Resolver | None = None
+    # Admin-supplied URLs: plain http only to an operator-approved host:port (in allowed_hosts).
+    https_only: bool = False
 
     @classmethod
     def build(
@@ -347,11 +354,12 @@ class _Policy:
         allow_private: bool = False,
         allow_loopback: bool = False,
         resolver: Resolver | None = None,
+        https_only: bool = False,
     ) -> _Policy:
         if isinstance(allowed_hosts, str):
             raise TypeError("allowed_hosts must be an iterable of host names, not a string")
         keys = frozenset(_host_port_key(h) for h in allowed_hosts)
-        return cls(keys, allow_private, allow_loopback, resolver)
+        return cls(keys, allow_private, allow_loopback, resolver, https_only)
 
     def host_allowed(self, host: str, port: int) -> bool:
         host = host.lower().strip("[]").rstrip(".")
@@ -362,6 +370,8 @@ class _Policy:
 
     def check_url(self, url: str) -> Destination:
         scheme, host, port, literal = _parse_target(url)
+        if self.https_only and scheme != "https" and not self.host_allowed(host, port):
+            raise BlockedDestination("only https URLs are allowed", url=url)
         if self.exempt(host, port):
             return Destination(scheme, host, port, ())
         if literal is not None:
@@ -594,10 +604,15 @@ class HardenedSession(requests.Session):
         user_agent: str = "Cairn/1.0",
         resolver: Resolver | None = None,
         allow_loopback: bool = False,
+        https_only: bool = False,
     ) -> None:
         super().__init__()
         self.policy = _Policy.build(
-            allowed_hosts, allow_private=allow_private, allow_loopback=allow_loopback, resolver=resolver
+            allowed_hosts,
+            allow_private=allow_private,
+            allow_loopback=allow_loopback,
+            resolver=resolver,
+            https_only=https_only,
         )
         self.default_timeout = timeout
         self.max_response_bytes = max_response_bytes
@@ -702,6 +717,7 @@ def build_session(
     max_response_bytes: int = 50_000_000,
     user_agent: str = "Cairn/1.0",
     resolver: Resolver | None = None,
+    https_only: bool = False,
 ) -> HardenedSession:
     """The session every connector and model client must use for outbound HTTP."""
     return HardenedSession(
@@ -711,6 +727,120 @@ def build_session(
         max_response_bytes=max_response_bytes,
         user_agent=user_agent,
         resolver=resolver,
+        https_only=https_only,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Admin-supplied URLs (LLM endpoint, judge, freshness feeds, connector base URLs)
+# --------------------------------------------------------------------------------------------------
+
+Origin = tuple[str, str, int]  # (scheme, host, port), as an operator approves it
+
+
+def origin_of(url: str) -> Origin:
+    """``(scheme, host, port)`` of ``url`` with the default port filled in; refuses malformed URLs."""
+    scheme, host, port, _literal = _parse_target(url)
+    return scheme, host.lower(), port
+
+
+class OperatorEndpoints:
+    """The exact origins the *operator* lets admin-supplied URLs reach although they are private.
+
+    Entries are ``scheme://host:port`` (the port is mandatory: an approval of ``vllm.corp`` must not
+    cover every service on that machine). Only settings and the environment build this; nothing a
+    tenant admin can write reaches it.
+    """
+
+    def __init__(self, entries: Iterable[str] = ()) -> None:
+        if isinstance(entries, str):
+            raise TypeError("operator endpoints must be an iterable of URLs, not a string")
+        origins: set[Origin] = set()
+        for entry in entries:
+            text = entry.strip()
+            if not text:
+                continue
+            try:
+                explicit_port = urlsplit(text).port
+            except ValueError:
+                explicit_port = None
+            if explicit_port is None or "://" not in text:
+                raise ValueError(f"operator endpoint must be scheme://host:port: {redact_url(text)}")
+            origins.add(origin_of(text))
+        self.origins: frozenset[Origin] = frozenset(origins)
+
+    def __contains__(self, origin: object) -> bool:
+        return origin in self.origins
+
+
+def operator_endpoints() -> OperatorEndpoints:
+    """``settings.CAIRN["OPERATOR_PRIVATE_ENDPOINTS"]`` (env ``CAIRN_OPERATOR_PRIVATE_ENDPOINTS``)."""
+    from django.conf import settings
+
+    return OperatorEndpoints(settings.CAIRN.get("OPERATOR_PRIVATE_ENDPOINTS", ()))
+
+
+def _is_localhost_name(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    return host == "localhost" or host.endswith(".localhost")
+
+
+def check_admin_url(
+    url: str,
+    *,
+    endpoints: OperatorEndpoints | None = None,
+    resolve: bool = True,
+    resolver: Resolver | None = None,
+) -> Destination:
+    """The full outbound policy for a URL a tenant admin typed; ``BlockedDestination`` if refused.
+
+    https only; no userinfo; no loopback, private, link-local, CGNAT, metadata or IPv6-mapped
+    addresses (IP literals judged at once, names resolved when ``resolve``; the connect re-checks the
+    peer either way). The one exemption is an origin the operator approved, matched on scheme, host
+    and port together.
+    """
+    scheme, host, port = origin_of(url)
+    if endpoints is not None and (scheme, host, port) in endpoints:
+        return Destination(scheme, host, port, ())
+    if scheme != "https":
+        raise BlockedDestination("only https URLs are allowed", url=url)
+    if _is_localhost_name(host):
+        raise BlockedDestination("localhost is not a public host", url=url)
+    policy = _Policy.build(resolver=resolver, https_only=True)
+    if not resolve:
+        _s, _h, _p, literal = _parse_target(url)
+        if literal is not None and is_blocked_address(literal):
+            raise BlockedDestination(f"address {literal} is not a public address", url=url)
+        return Destination(scheme, host, port, ())
+    return policy.check_url(url)
+
+
+def admin_url_session(
+    url: str,
+    *,
+    endpoints: OperatorEndpoints | None = None,
+    timeout: tuple[float, float] = (5.0, 30.0),
+    max_response_bytes: int = 50_000_000,
+    user_agent: str = "Cairn/1.0",
+    resolver: Resolver | None = None,
+) -> HardenedSession:
+    """A session for an admin-supplied URL: the full policy, exempting only an operator-approved origin.
+
+    Nothing derived from ``url`` itself is ever added to the exemptions (the old writer did that, which
+    let a tenant admin point it at 127.0.0.1). Raises ``BlockedDestination`` before any connect.
+    """
+    endpoints = endpoints if endpoints is not None else OperatorEndpoints()
+    check_admin_url(url, endpoints=endpoints, resolve=False, resolver=resolver)
+    scheme, host, port = origin_of(url)
+    approved = (scheme, host, port) in endpoints
+    literal_host = f"[{host}]" if ":" in host else host
+    return HardenedSession(
+        allowed_hosts=[f"{literal_host}:{port}"] if approved else [],
+        timeout=timeout,
+        max_response_bytes=max_response_bytes,
+        user_agent=user_agent,
+        resolver=resolver,
+        https_only=True,
     )
 
 

@@ -18,6 +18,7 @@ from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, document_pa
 from retrieval.models import IngestEvent, Source
 from retrieval.permissions import bump_acl_version
 from retrieval.tasks import enqueue_ingest_event
+from tenants.audit import Actor, do_record_audit_event
 from tenants.context import require_tenant_id
 from tenants.models import ExternalIdentity, Group, GroupMember, Membership, User
 
@@ -138,15 +139,19 @@ def do_record_identity(principal: str, *, email: str | None, email_verified: boo
         return identity
 
 
-def do_map_identity(identity: ExternalIdentity, user: User | None) -> ExternalIdentity:
-    """An admin's explicit mapping (or unmapping, with user=None)."""
+def do_map_identity(identity: ExternalIdentity, user: User | None, *, actor: Actor) -> ExternalIdentity:
+    """An admin's explicit mapping (or unmapping, with user=None), audited with its actor."""
     tenant_id = require_tenant_id()
     if user is not None and not Membership.objects.filter(tenant_id=tenant_id, user=user).exists():
         raise ValueError("the user is not a member of this tenant")
-    identity.user = user
-    identity.mapped_by = ExternalIdentity.MappedBy.ADMIN if user else ExternalIdentity.MappedBy.NONE
-    identity.save(update_fields=["user", "mapped_by"])
-    bump_acl_version()
+    with transaction.atomic():
+        identity.user = user
+        identity.mapped_by = ExternalIdentity.MappedBy.ADMIN if user else ExternalIdentity.MappedBy.NONE
+        identity.save(update_fields=["user", "mapped_by"])
+        bump_acl_version()
+        do_record_audit_event(actor=actor, action="identity.mapped" if user else "identity.unmapped",
+                              target_type="external_identity", target_id=identity.principal,
+                              details={"user_id": user.pk if user else None})  # fmt: skip
     return identity
 
 

@@ -165,3 +165,23 @@ def explain_access(principals: frozenset[str], clauses: list[list[str]]) -> list
     if not clauses:
         out.append({"clause": [], "satisfied": False, "matched": []})
     return out
+
+
+def unreadable_feedback_ids(user: User, rows: Iterable[object]) -> set[int]:
+    """Feedback rows whose text comes from a document ``user`` may not read (call in tenant_context).
+
+    The feedback queue shows an admin claim text copied from cited passages; an admin is a reader
+    like any other, so a flag on a document outside the admin's own ACLs shows ids, not text. A
+    cited document that no longer exists counts as unreadable (fail closed).
+    """
+    from retrieval.models import Document
+    from tenants.feedback import cited_document_ids
+    from tenants.models import Feedback
+
+    perm = permission_context(user)
+    flagged = [(f.pk, cited_document_ids(f)) for f in rows if isinstance(f, Feedback)]
+    wanted = set().union(*(ids for _, ids in flagged)) if flagged else set()
+    readable = set(
+        Document.objects.filter(pk__in=wanted, acl_set_id__in=perm.readable_acl_set_ids).values_list("pk", flat=True)
+    ) if wanted and not perm.empty else set()  # fmt: skip
+    return {pk for pk, ids in flagged if not ids <= readable}

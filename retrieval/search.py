@@ -22,6 +22,7 @@ from django.db import connection
 from core.backends import embedder, index_backend
 from retrieval.backends.base import LegResult, SearchFilters
 from retrieval.fingerprint import is_near_duplicate
+from retrieval.links import inert_links
 from retrieval.models import Chunk
 from retrieval.permissions import PermissionContext
 from tenants.context import tenant_context
@@ -231,7 +232,8 @@ def document_results(chunks: list[RankedChunk], query: str, limit: int = 20) -> 
                 "container": c.container,
                 "updated_at": c.updated_at.isoformat() if c.updated_at else None,
                 "authority_tier": c.authority_tier,
-                "snippet": snippet(c.text, query),
+                # A URL in the text is a third party's: inert unless it is this document's own.
+                "snippet": inert_links(snippet(c.text, query), (c.url,)),
                 "score": round(c.rrf, 6),
             }
         )

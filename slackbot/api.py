@@ -26,7 +26,7 @@ class SlackApi:
 
         creds = decrypt_json(instance.credentials_encrypted)
         base_url = str(instance.config.get("base_url") or SLACK_API_URL)
-        Outbound(instance.allow_private_network, instance.tls_ca_file).check_url(base_url)
+        Outbound.for_instance(instance).check_url(base_url)
         # bounded_sleep waits out a short Retry-After in-process and raises RateLimited for a
         # long one, which the task turns into a Celery retry with that countdown.
         self.client = SlackClient(str(creds.get("bot_token") or creds.get("token") or ""), base_url=base_url,

@@ -33,7 +33,6 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 from urllib.parse import parse_qs
 
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -46,7 +45,7 @@ from slackbot import api as slack_api
 from slackbot.audience import cairn_user_for, throttled
 from slackbot.blocks import LINK_HELP, MAX_QUESTION_CHARS
 from slackbot.tasks import enqueue
-from tenants.audit import do_record_audit_event
+from tenants.audit import Actor
 from tenants.context import require_tenant_id, tenant_context
 from tenants.feedback import do_record_feedback
 
@@ -257,11 +256,9 @@ def _record_feedback(user: Any, value: Mapping[str, Any]) -> str:
         return "invalid"
     try:
         # A whole-answer flag: bound to the audited answer this same user received.
-        with transaction.atomic():
-            fb = do_record_feedback(user_id=user.pk, trace_id=trace_id, target="source", verdict=verdict,
-                                    comment="via Slack (whole answer)")  # fmt: skip
-            do_record_audit_event(actor=user, action="feedback.recorded", target_type="feedback", target_id=fb.pk,
-                                  details={"via": "slack", "verdict": verdict, "trace_id": trace_id})  # fmt: skip
+        # The action writes the audit row (feedback.submitted, via slack) in its own transaction.
+        do_record_feedback(user_id=user.pk, actor=Actor.of(user, "slack"), trace_id=trace_id, target="source",
+                           verdict=verdict, comment="via Slack (whole answer)")  # fmt: skip
     except ApiError:
         return "invalid"
     return "recorded"

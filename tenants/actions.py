@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from tenants.audit import Actor, do_record_audit_event
 from tenants.models import ApiToken, Membership, Tenant, User
 
 
@@ -26,11 +27,21 @@ def do_create_user(username: str, email: str, password: str | None, *, email_ver
         return user
 
 
-def do_add_member(tenant: Tenant, user: User, *, role: str = Membership.Role.MEMBER) -> Membership:
-    membership, created = Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": role})
-    if not created and membership.role != role:
-        membership.role = role
-        membership.save(update_fields=["role"])
+def do_add_member(tenant: Tenant, user: User, *, role: str = Membership.Role.MEMBER,
+                  actor: Actor | None = None) -> Membership:  # fmt: skip
+    """Add (or re-role) a member; an admin's change (``actor``) is audited in that tenant."""
+    with transaction.atomic():
+        membership, created = Membership.objects.get_or_create(tenant=tenant, user=user, defaults={"role": role})
+        changed = created or membership.role != role
+        if not created and membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role"])
+        if actor is not None and changed:
+            from tenants.context import tenant_context
+
+            with tenant_context(tenant.pk):
+                do_record_audit_event(actor=actor, action="member.role_changed", target_type="user",
+                                      target_id=user.pk, details={"role": role})  # fmt: skip
     return membership
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse, HttpResponseBase
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -19,7 +21,7 @@ from rest_framework.response import Response
 
 from core.errors import ApiError
 from core.openapi import error_responses
-from tenants.audit import do_record_audit_event, export_csv, export_jsonl, export_row, filtered_events
+from tenants.audit import Actor, do_record_audit_event, export_csv, export_jsonl, export_row, filtered_events
 from tenants.feedback import do_record_feedback, feedback_json
 from tenants.models import Feedback
 from tenants.serializers import AuditQuerySerializer, FeedbackRequestSerializer
@@ -84,12 +86,16 @@ class FeedbackView(TenantAPIView):
             raise ApiError("invalid_request", "The body must be a JSON object.")
         ser = FeedbackRequestSerializer(data=request.data)
         ser.is_valid(raise_exception=True)
-        fb = do_record_feedback(user_id=request.user.pk, **ser.validated_data)
+        fb = do_record_feedback(user_id=request.user.pk, actor=Actor.of(request.user, f"api-{self.principal.via}"),
+                                **ser.validated_data)  # fmt: skip
         return Response(feedback_json(fb), status=201)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **error_responses()})
     def get(self, request: Request) -> Response:
         if not self.principal.is_admin:
             raise ApiError("permission_denied", "Tenant admins only.", 403)
-        rows = Feedback.objects.order_by("-created_at")[:200]
-        return Response({"feedback": [feedback_json(f) for f in rows]})
+        rows = list(Feedback.objects.order_by("-created_at")[:200])
+        # The admin's own read permissions apply. The check lives a floor up (retrieval knows the ACLs), so
+        # it is plugged in by dotted path like the other backends (settings CAIRN["FEEDBACK_VISIBILITY"]).
+        hidden = import_string(settings.CAIRN["FEEDBACK_VISIBILITY"])(request.user, rows)
+        return Response({"feedback": [feedback_json(f, hide_text=f.pk in hidden) for f in rows]})

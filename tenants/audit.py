@@ -112,13 +112,41 @@ def _append(*, kind: str, action: str, actor_user_id: int | None, actor_username
         return row
 
 
+@dataclass(frozen=True)
+class Actor:
+    """Who did it and through which surface: what every admin ``do_*`` action takes and records.
+
+    ``via`` is ``console``, ``api-token``, ``api-session``, ``portal``, ``slack`` or ``system`` (a
+    management command, the demo loader, a test fixture acting as the operator).
+    """
+
+    user_id: int | None
+    username: str
+    via: str
+
+    @classmethod
+    def of(cls, user: Any, via: str) -> Actor:
+        if isinstance(user, Actor):
+            return user
+        return cls(getattr(user, "pk", None), getattr(user, "username", "") or "", via)
+
+
+SYSTEM = Actor(None, "", "system")
+
+
 def do_record_audit_event(*, actor: Any, action: str, target_type: str, target_id: str | int,
                           details: dict[str, Any] | None = None, trace_id: str = "") -> AuditEvent:  # fmt: skip
-    """Record an admin action.  ``actor`` is a User (or None for the system)."""
+    """Record an admin action in the active tenant's chain (inside the caller's transaction).
+
+    ``actor`` is an ``Actor`` (its ``via`` lands in ``details``), a User, or None for the system.
+    Other features call this too (API token creation/revocation: ``action="api_token.created"``,
+    ``target_type="api_token"``, ``target_id=<prefix>``).
+    """
+    who = actor if isinstance(actor, Actor) else Actor.of(actor, "") if actor is not None else SYSTEM
+    extra = {"via": who.via} if who.via else {}
     return _append(
-        kind=AuditEvent.Kind.ADMIN, action=action, actor_user_id=getattr(actor, "pk", None),
-        actor_username=getattr(actor, "username", "") or "", target_type=target_type, target_id=str(target_id),
-        trace_id=trace_id, details=details or {},
+        kind=AuditEvent.Kind.ADMIN, action=action, actor_user_id=who.user_id, actor_username=who.username,
+        target_type=target_type, target_id=str(target_id), trace_id=trace_id, details={**extra, **(details or {})},
     )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from tenants.audit import Actor
 from tenants.auth import TenantPrincipal
 from tenants.context import tenant_context
 
@@ -41,3 +42,8 @@ class TenantAPIView(APIView):
     def principal(self) -> TenantPrincipal:
         assert isinstance(self.request.auth, TenantPrincipal)
         return self.request.auth
+
+    @property
+    def actor(self) -> Actor:
+        """The acting principal, as the admin ``do_*`` actions record it."""
+        return Actor.of(self.request.user, f"api-{self.principal.via}")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rest_framework.test import APIClient
 
@@ -86,3 +87,11 @@ def client_for(token: str) -> APIClient:
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return c
+
+
+def approve_private_endpoint(settings: Any, url: str) -> None:
+    """Add ``url``'s exact origin (scheme, host, port) to the operator allow-list (pytest-django ``settings``)."""
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.hostname}:{parts.port}"
+    current = list(settings.CAIRN.get("OPERATOR_PRIVATE_ENDPOINTS", []))
+    settings.CAIRN = {**settings.CAIRN, "OPERATOR_PRIVATE_ENDPOINTS": [*current, origin]}

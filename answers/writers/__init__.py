@@ -16,16 +16,11 @@ from django.conf import settings
 from core.backends import writer as default_writer
 
 
-def encrypt_secret(value: str) -> str:
-    from cryptography.fernet import Fernet
+def decrypt_api_key(token: str) -> str:
+    """The tenant's LLM API key, through the one credentials helper (registered with log redaction)."""
+    from core.crypto import decrypt_text
 
-    return Fernet(settings.CREDENTIALS_KEY.encode()).encrypt(value.encode()).decode() if value else ""
-
-
-def decrypt_secret(token: str) -> str:
-    from cryptography.fernet import Fernet
-
-    return Fernet(settings.CREDENTIALS_KEY.encode()).decrypt(token.encode()).decode() if token else ""
+    return decrypt_text(token)
 
 
 def writer_for_tenant() -> tuple[Any, list[str]]:
@@ -38,7 +33,7 @@ def writer_for_tenant() -> tuple[Any, list[str]]:
     if row.writer == AnswerSettings.Writer.OPENAI_COMPATIBLE:
         from answers.writers.openai_compat import OpenAICompatibleWriter
 
-        return OpenAICompatibleWriter(row.endpoint_url, row.model, decrypt_secret(row.api_key_encrypted),
+        return OpenAICompatibleWriter(row.endpoint_url, row.model, decrypt_api_key(row.api_key_encrypted),
                                       timeout=float(settings.CAIRN["WRITER_TIMEOUT_SECONDS"])), []  # fmt: skip
     from answers.writers import llama_local
 

@@ -10,21 +10,29 @@ Injection boundaries, enforced here rather than hoped for in a prompt:
   anything else (malformed JSON, wrong types, unknown fields) yields *no claims*, and the
   engine abstains.  Every claim still goes through the verifier afterwards, so a model
   that invents a quote, cites an id it was not given, or adds a link gets nothing past it.
-* HTTP goes through ``core.http`` (timeouts, size cap, SSRF checks); the configured
-  endpoint host is the only host exempt from the private-address check, because an
-  operator chose it (a vLLM box on the internal network is normal).
+* HTTP goes through ``core.http.admin_url_session``: the endpoint is admin-supplied, so it gets
+  the full outbound policy (https, public addresses, DNS re-checked at connect). Only an origin
+  the operator approved (``CAIRN_OPERATOR_PRIVATE_ENDPOINTS``, scheme + host + port) may be
+  private or plain http: a vLLM box on the internal network is normal, but it is the operator's
+  call, never a tenant admin's.
+* Failures read the same to the asker whatever the cause (``endpoint_failed``): a refused
+  connection, a timeout, an HTTP error and a non-OpenAI reply must not tell a port scanner which
+  ports are open. A URL the policy refuses reads ``endpoint_not_allowed`` (it depends on the URL
+  only, never on what listens there).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from core.http import OutboundHTTPError, build_session, redact
+from core.http import BlockedDestination, HardenedSession, admin_url_session, operator_endpoints, redact
+
+log = logging.getLogger(__name__)
 
 WRITER_NAME = "openai-compatible"
 WRITER_VERSION = "1"
@@ -149,15 +157,18 @@ class OpenAICompatibleWriter:
 
     def __init__(self, endpoint_url: str, model: str, api_key: str = "", *, timeout: float = 60.0,
                  azure_api_version: str = "") -> None:  # fmt: skip
-        parts = urlsplit(endpoint_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("endpoint_url must be an absolute http(s) URL")
         self.endpoint_url = endpoint_url.rstrip("/")
         self.model = model
         self._api_key = api_key
         self._azure_api_version = azure_api_version
-        host = parts.hostname + (f":{parts.port}" if parts.port else "")
-        self._session = build_session(allowed_hosts=[host], timeout=(5.0, timeout), max_response_bytes=2_000_000)
+        # A refused URL is not an exception here: the writer answers "endpoint_not_allowed" and the
+        # engine abstains (an IPv6 or loopback endpoint made every answer a 500 before).
+        self._session: HardenedSession | None
+        try:
+            self._session = admin_url_session(endpoint_url, endpoints=operator_endpoints(), timeout=(5.0, timeout),
+                                              max_response_bytes=2_000_000)  # fmt: skip
+        except BlockedDestination:
+            self._session = None
 
     def request_body(self, plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> dict[str, Any]:
         return self._body(build_messages(plan, evidence), RESPONSE_SCHEMA, "cited_answer")
@@ -183,6 +194,9 @@ class OpenAICompatibleWriter:
         writer then retries once in that form and remembers it per endpoint.
         """
         info = info if info is not None else {}
+        if self._session is None:
+            info["error"] = "endpoint_not_allowed"
+            return None
         headers = {"Content-Type": "application/json"}
         url = f"{self.endpoint_url}/chat/completions"
         if self._azure_api_version:
@@ -194,11 +208,13 @@ class OpenAICompatibleWriter:
         for attempt in (1, 2):
             try:
                 response = self._session.post(url, json=self._body(messages, schema, name, max_tokens), headers=headers)
-            except (OutboundHTTPError, OSError, ValueError) as exc:
-                info["error"] = f"endpoint_unreachable: {redact(str(exc))[:200]}"
+            except BlockedDestination:
+                # The name resolved to (or the connect landed on) a non-public address.
+                info["error"] = "endpoint_not_allowed"
                 return None
-            except Exception as exc:  # requests' ConnectionError/Timeout: the engine abstains, never 500s
-                info["error"] = f"endpoint_error: {type(exc).__name__}"
+            except Exception as exc:  # refused, reset, timed out, TLS: all the same to the asker
+                log.warning("LLM endpoint call failed: %s", redact(f"{type(exc).__name__}: {exc}")[:300])
+                info["error"] = "endpoint_failed"
                 return None
             if (
                 response.status_code in (400, 422, 500)
@@ -210,12 +226,14 @@ class OpenAICompatibleWriter:
                 continue
             break
         if response.status_code != 200:
-            info["error"] = f"http_{response.status_code}"
+            log.warning("LLM endpoint answered HTTP %s", response.status_code)
+            info["error"] = "endpoint_failed"
             return None
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            info["error"] = "malformed_response"
+            log.warning("LLM endpoint reply is not an OpenAI chat completion")
+            info["error"] = "endpoint_failed"
             return None
         return content if isinstance(content, str) else None
 
@@ -227,7 +245,7 @@ class OpenAICompatibleWriter:
         content = self.complete_json(build_messages(plan, evidence), RESPONSE_SCHEMA, info=info)
         if content is None:
             if "error" not in info:
-                info["error"] = "malformed_response"
+                info["error"] = "endpoint_failed"
             return []
         claims, error = parse_claims(content)
         if error:

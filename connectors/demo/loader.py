@@ -34,6 +34,7 @@ from connectors.demo.exports import (
 from connectors.models import ConnectorInstance, SyncState
 from retrieval.contracts import SourceDocument
 from tenants.actions import do_add_member, do_create_tenant, do_create_user
+from tenants.audit import SYSTEM
 from tenants.context import tenant_context
 from tenants.models import Tenant
 
@@ -143,11 +144,14 @@ def do_point_demo_instance(spec: DemoConnector, endpoint: DemoSourcesEndpoint) -
     own local server and certificate; the admin API can never set them.
     """
     instance = do_create_connector_instance(spec.kind, spec.name, config=spec.config, credentials=spec.credentials,
-                                            allow_private_network=True, tls_ca_file=endpoint.ca_file)  # fmt: skip
-    if instance.config != spec.config or instance.tls_ca_file != endpoint.ca_file:
-        instance = do_update_connector_instance(instance, config=spec.config)
-        ConnectorInstance.objects.filter(pk=instance.pk).update(tls_ca_file=endpoint.ca_file,
-                                                                allow_private_network=True)  # fmt: skip
+                                            allow_private_network=True, tls_ca_file=endpoint.ca_file,
+                                            actor=SYSTEM)  # fmt: skip
+    if (instance.config != spec.config or instance.tls_ca_file != endpoint.ca_file
+            or not instance.allow_private_network):  # fmt: skip
+        # The operator re-approves the (new) local origin: trust never follows an edit on its own.
+        instance = do_update_connector_instance(instance, config=spec.config, approve_private_network=True,
+                                                actor=SYSTEM)  # fmt: skip
+        ConnectorInstance.objects.filter(pk=instance.pk).update(tls_ca_file=endpoint.ca_file)
         instance.refresh_from_db()
     return instance
 

@@ -59,6 +59,7 @@ def _link_slack(users: dict[str, Any], run_id: str) -> None:
     ``cairn_user_for``), so the bot path resolves the same Cairn users as the other paths."""
     from connectors.actions import do_create_connector_instance
     from retrieval.actions import do_record_identity
+    from tenants.audit import SYSTEM
 
     seen: set[int] = set()
     for name, (u, _, t) in users.items():
@@ -68,6 +69,7 @@ def _link_slack(users: dict[str, Any], run_id: str) -> None:
                 do_create_connector_instance(
                     "slack", "Slack (leaks eval)", config={"team_id": f"T{run_id.upper()}"},
                     credentials={"token": "xoxb-eval-unused", "signing_secret": secrets.token_hex(16)},
+                    actor=SYSTEM,
                 )  # fmt: skip
             do_record_identity(f"slack:user:{slack_id(name, run_id)}", email=u.email, email_verified=True,
                                display_name=name)  # fmt: skip

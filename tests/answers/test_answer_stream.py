@@ -19,7 +19,15 @@ from tenants.auth import SESSION_MEMBERSHIP_KEY
 from tenants.context import tenant_context
 from tenants.models import AuditEvent, Membership
 from tests.answers.sse import parse_sse
-from tests.support import client_for, enqueue, grant_groups, ingest_inline, make_doc, source_for
+from tests.support import (
+    approve_private_endpoint,
+    client_for,
+    enqueue,
+    grant_groups,
+    ingest_inline,
+    make_doc,
+    source_for,
+)
 
 TRAVEL = (
     "Expense reports are due within 30 days of travel. Submit each report in the travel system with "
@@ -221,7 +229,8 @@ class GatedModel:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def use_for(self, admin_token: str) -> None:
+    def use_for(self, admin_token: str, settings: Any) -> None:
+        approve_private_endpoint(settings, self.url)  # the operator's call, never the tenant admin's
         r = client_for(admin_token).put("/api/v1/admin/answer-settings", {
             "writer": "openai_compatible", "endpoint_url": self.url, "model": "local-model"}, format="json")  # fmt: skip
         assert r.status_code == 200, r.content
@@ -308,10 +317,10 @@ def travel(cast):
     return cast
 
 
-def test_plan_and_sources_arrive_while_the_model_is_still_blocked_then_claims_one_by_one(travel) -> None:
+def test_plan_and_sources_arrive_while_the_model_is_still_blocked_then_claims_one_by_one(travel, settings) -> None:
     model = GatedModel(_travel_claims)
     try:
-        model.use_for(travel.tokens["alice"])
+        model.use_for(travel.tokens["alice"], settings)
         bob = client_for(travel.tokens["bob"])
         reader = Reader(_open(bob, "When are expense reports due?"))
         assert model.arrived.wait(60), "the writer was never called"
@@ -354,11 +363,11 @@ def test_plan_and_sources_arrive_while_the_model_is_still_blocked_then_claims_on
     assert len(model.requests) == 1
 
 
-def test_a_cache_hit_streams_plan_sources_claims_and_done_from_the_cache(travel) -> None:
+def test_a_cache_hit_streams_plan_sources_claims_and_done_from_the_cache(travel, settings) -> None:
     model = GatedModel(_travel_claims)
     model.gate.set()
     try:
-        model.use_for(travel.tokens["alice"])
+        model.use_for(travel.tokens["alice"], settings)
         carol = client_for(travel.tokens["carol"])
         first = parse_sse(_open(carol, "When are expense reports due?").streaming_content)
         again = parse_sse(_open(carol, "When are expense reports due?").streaming_content)
@@ -402,7 +411,7 @@ def test_the_streamed_answer_equals_the_json_answer_when_neither_comes_from_the_
     assert stable(done) == stable(answered)
 
 
-def test_a_claim_a_conflict_withdraws_after_it_streamed_is_retracted_with_the_reason(cast) -> None:
+def test_a_claim_a_conflict_withdraws_after_it_streamed_is_retracted_with_the_reason(cast, settings) -> None:
     with tenant_context(cast.tenant_a.pk):
         policy = do_create_source("confluence", "policy system", authority_tier=0)
         chat = do_create_source("slack", "chat", authority_tier=3)
@@ -413,7 +422,7 @@ def test_a_claim_a_conflict_withdraws_after_it_streamed_is_retracted_with_the_re
     model = GatedModel(lambda passages: [_cite(passages, chat_says)])  # the model trusts the chat
     model.gate.set()
     try:
-        model.use_for(cast.tokens["alice"])
+        model.use_for(cast.tokens["alice"], settings)
         events = parse_sse(_open(client_for(cast.tokens["bob"]), "When are expense reports due?").streaming_content)
     finally:
         model.httpd.shutdown()
@@ -427,7 +436,7 @@ def test_a_claim_a_conflict_withdraws_after_it_streamed_is_retracted_with_the_re
     assert _apply(events) == done["answer"]["claims"] == [second["claim"]]
 
 
-def test_sources_of_equal_rank_that_disagree_annotate_the_streamed_claim_and_add_the_other_view(cast) -> None:
+def test_sources_of_equal_rank_that_disagree_annotate_the_streamed_claim_and_add_the_other_view(cast, settings) -> None:
     with tenant_context(cast.tenant_a.pk):
         handbook = do_create_source("confluence", "handbook", authority_tier=1)
         manual = do_create_source("sharepoint", "manual", authority_tier=1)
@@ -438,7 +447,7 @@ def test_sources_of_equal_rank_that_disagree_annotate_the_streamed_claim_and_add
     model = GatedModel(lambda passages: [_cite(passages, DUE)])
     model.gate.set()
     try:
-        model.use_for(cast.tokens["alice"])
+        model.use_for(cast.tokens["alice"], settings)
         events = parse_sse(_open(client_for(cast.tokens["bob"]), "When are expense reports due?").streaming_content)
     finally:
         model.httpd.shutdown()

@@ -14,12 +14,13 @@ from core.http import SafeFetcher
 from retrieval.models import Chunk, Document
 from tenants.context import tenant_context
 from tests.answers.helpers import RecordingServer, add_docs, ask
-from tests.support import client_for
+from tests.support import approve_private_endpoint, client_for
 
 
 @pytest.fixture
-def server():
+def server(settings):
     s = RecordingServer()
+    approve_private_endpoint(settings, s.url())  # as the operator would, for a vLLM in the company network
     yield s
     s.httpd.shutdown()
 

@@ -6,6 +6,7 @@ import json
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from answers.judge import SYSTEM_PROMPT, OpenAICompatibleJudge, judge_for_tenant
 from answers.verification import ClaimVerifier, verify_claim
 from tenants.context import tenant_context
 from tests.answers.helpers import RecordingServer
-from tests.support import client_for
+from tests.support import approve_private_endpoint, client_for
 
 PASSAGE = "Audit logs are retained for 90 days. Parallel apply cuts replication lag for large transactions."
 QUOTE = "Parallel apply cuts replication lag for large transactions."
@@ -48,8 +49,9 @@ def draft(text: str = CLAIM, quote: str = QUOTE) -> DraftClaim:
 
 
 @pytest.fixture
-def server() -> Iterator[RecordingServer]:
+def server(settings: Any) -> Iterator[RecordingServer]:
     s = RecordingServer()
+    approve_private_endpoint(settings, s.url())  # as the operator would, for a local judge model
     yield s
     s.httpd.shutdown()
 
@@ -75,19 +77,32 @@ def test_it_removes_a_claim_the_judge_calls_contradicted(server: RecordingServer
     assert len(server.requests) == 1
 
 
-def test_it_keeps_the_lexical_label_and_says_so_when_the_judge_is_down() -> None:
+def test_it_keeps_the_lexical_label_and_says_so_when_the_judge_is_down(settings: Any) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    approve_private_endpoint(settings, f"http://127.0.0.1:{port}")
     judge = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", "local-model", timeout=2)
     result = verify_claim(draft(), evidence(), PLAN, authorised_ids={"E1"}, judge=judge)
     assert result.method == "lexical-fallback"
-    assert result.support == "supported" and "judge_error:unreachable" in result.reasons
+    # The same code as an HTTP error or a non-OpenAI reply: a trace is no port-scan oracle.
+    assert result.support == "supported" and "judge_error:endpoint_failed" in result.reasons
+
+
+def test_a_judge_on_an_address_the_operator_did_not_approve_is_refused_before_any_connect(
+    server: RecordingServer,
+) -> None:
+    reply(server, verdict("contradicted"))
+    for url in (f"http://localhost:{server.port}/v1", "https://127.0.0.1/v1", "http://[::1]:8399/v1"):
+        result = verify_claim(draft(), evidence(), PLAN, authorised_ids={"E1"},
+                              judge=OpenAICompatibleJudge(url, "m"))  # fmt: skip
+        assert "judge_error:endpoint_not_allowed" in result.reasons, url
+    assert server.requests == []
 
 
 @pytest.mark.parametrize(
     ("status", "content", "error"),
-    [(500, verdict("supported"), "http_500"), (200, "not json {", "malformed_json"),
+    [(500, verdict("supported"), "endpoint_failed"), (200, "not json {", "malformed_json"),
      (200, json.dumps({"label": "maybe"}), "unknown_label")],
 )  # fmt: skip
 def test_it_falls_back_to_the_lexical_label_on_http_errors_and_bad_json(

@@ -48,6 +48,7 @@ from core.crypto import decrypt_text
 from retrieval.actions import do_map_identity
 from slackbot.views import MAX_BODY_BYTES as BOT_MAX_BODY_BYTES
 from tenants.actions import do_add_member, do_create_tenant, do_create_user
+from tenants.audit import SYSTEM
 from tenants.context import tenant_context
 from tenants.models import ExternalIdentity
 from tests.support import unique
@@ -93,21 +94,22 @@ def hooks(django_db_blocker: Any) -> Iterator[Hooks]:
         do_add_member(tenant, user)
         with tenant_context(tenant.pk):
             confluence = do_create_connector_instance(
-                "confluence", "Wiki", config={"base_url": "https://fuzz.atlassian.net/wiki"},
-                credentials={"email": "bot@example.com", "api_token": "t"},
+                "confluence", "Wiki", config={"site_url": "https://fuzz.atlassian.net/wiki"},
+                credentials={"email": "bot@example.com", "api_token": "t"}, actor=SYSTEM,
             )  # fmt: skip
             sharepoint = do_create_connector_instance(
-                "sharepoint", "Files", config={"tenant_id": GRAPH_TENANT, "subscriptions": {SUBSCRIPTION: DRIVE}},
-                credentials={"client_secret": "s"},
+                "sharepoint", "Files", config={"tenant_id": GRAPH_TENANT, "client_id": "fuzz-app", "site_ids": ["s1"],
+                                               "subscriptions": {SUBSCRIPTION: DRIVE}},
+                credentials={"client_secret": "s"}, actor=SYSTEM,
             )  # fmt: skip
             slack = do_create_connector_instance(
                 "slack", "Slack", config={"team_id": TEAM},
                 credentials={"token": "xoxb-fuzz", "signing_secret": SLACK_SECRET,
-                             "previous_signing_secret": SLACK_OLD_SECRET},
+                             "previous_signing_secret": SLACK_OLD_SECRET}, actor=SYSTEM,
             )  # fmt: skip
             # Interactivity only parses actions for a Slack user mapped to a Cairn user.
             identity, _ = ExternalIdentity.objects.get_or_create(principal=f"slack:user:{MAPPED_SLACK_USER}")
-            do_map_identity(identity, user)
+            do_map_identity(identity, user, actor=SYSTEM)
             secrets = (
                 decrypt_text(confluence.webhook_secret_encrypted),
                 decrypt_text(sharepoint.webhook_secret_encrypted),

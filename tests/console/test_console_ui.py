@@ -23,7 +23,8 @@ def test_it_lets_an_admin_add_a_connector_reorder_tiers_and_read_the_audit_log(w
     page.click("text=Add a connector")
     page.select_option("#c-kind", "confluence")
     page.fill("#c-name", "Engineering wiki")
-    page.fill("#c-config", '{"base_url": "https://confluence.example.com", "spaces": ["ENG"]}')
+    # The same validation as the API: a Confluence connector needs its https site_url.
+    page.fill("#c-config", '{"site_url": "https://confluence.example.com", "space_keys": ["ENG"]}')
     page.fill("#c-cred", '{"email": "bot@example.com", "api_token": "=HYPERLINK(\\"x\\") tok-very-secret-1234"}')
     page.click("form.stack button[type=submit]")
     expect(page.locator("h1")).to_have_text("Engineering wiki")

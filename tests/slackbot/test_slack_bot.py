@@ -16,6 +16,7 @@ from django.test import Client
 
 from connectors.slack.events import sign
 from slackbot.blocks import answer_blocks, escape_mrkdwn, safe_link
+from tenants.audit import SYSTEM
 from tenants.context import tenant_context
 from tests.security.secret_canary import secret
 from tests.slackbot.fake_web_api import TOKEN, FakeWebApi, serve
@@ -68,7 +69,7 @@ def workspace(celery_worker_process: Any) -> Iterator[Workspace]:
             instance = do_create_connector_instance(
                 "slack", "Slack", config={"team_id": "T1", "base_url": api.url},
                 credentials={"token": TOKEN, "signing_secret": SECRET, "previous_signing_secret": OLD_SECRET},
-                allow_private_network=True,
+                allow_private_network=True, actor=SYSTEM,
             )  # fmt: skip
         src = source_for(tenant, "wiki", "confluence")
         enqueue(tenant, src, make_doc("vpn-how", "The VPN gateway address is vpn.example.com for all staff.",

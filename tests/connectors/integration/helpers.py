@@ -12,6 +12,7 @@ from connectors.tasks import execute_sync
 from retrieval.actions import do_map_identity
 from retrieval.models import Document
 from retrieval.tasks import process_pending_inline
+from tenants.audit import SYSTEM
 from tenants.context import tenant_context
 from tenants.models import ExternalIdentity
 
@@ -20,7 +21,7 @@ def make_instance(tenant_id: int, kind: str, name: str, config: dict[str, Any], 
                   **operator: Any) -> ConnectorInstance:  # fmt: skip
     with tenant_context(tenant_id):
         return do_create_connector_instance(kind, name, config=config, credentials=credentials,
-                                            allow_private_network=True, **operator)  # fmt: skip
+                                            allow_private_network=True, actor=SYSTEM, **operator)  # fmt: skip
 
 
 def sync(tenant_id: int, instance: ConnectorInstance, mode: str) -> SyncState:
@@ -41,7 +42,7 @@ def map_identities(tenant_id: int, mapping: dict[str, Any]) -> None:
     with tenant_context(tenant_id):
         for principal, user in mapping.items():
             identity, _ = ExternalIdentity.objects.get_or_create(principal=principal)
-            do_map_identity(identity, user)
+            do_map_identity(identity, user, actor=SYSTEM)
 
 
 def documents(tenant_id: int, instance: ConnectorInstance) -> dict[str, Document]:
