@@ -81,7 +81,8 @@ MATRIX: dict[str, Route] = {
     "hook-slack": Route("hook", "post", _p("hooks/slack/{hook}/events"), {"type": "event_callback"}),
     "slack-command": Route("hook", "post", _p("hooks/slack/{hook}/commands"), {"text": "hi"}),
     "slack-interactivity": Route("hook", "post", _p("hooks/slack/{hook}/interactivity"), {"payload": "{}"}),
-    "logout": Route("portal", "post", _p("logout/")),  # POST with CSRF (tests/security/test_trust_gaps.py); GET is a 405
+    # POST with CSRF (tests/security/test_trust_gaps.py); a GET is a 405.
+    "logout": Route("portal", "post", _p("logout/")),
     "home": Route("portal", path=_p("")),
     "portal-status": Route("portal", path=_p("portal/status")),
     "console-home": Route("console", path=_p("console/")),

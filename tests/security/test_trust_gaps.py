@@ -567,7 +567,7 @@ def test_the_llm_api_key_is_decrypted_by_the_one_credentials_helper_and_redacted
     import logging
 
     from answers.writers import writer_for_tenant
-    from cairn import logfilters
+    from core import logfilters
     from core.crypto import encrypt_text
 
     approve_private_endpoint(settings, recorder.url())
