@@ -23,6 +23,7 @@ from django.conf import settings
 
 from answers.writers import local_model as llm
 from answers.writers.openai_compat import OpenAICompatibleWriter
+from core.http import OperatorEndpoints, origin_of
 
 
 def server_url() -> str:
@@ -34,6 +35,15 @@ def available() -> bool:
     return bool(server_url())
 
 
+def _operator_server(url: str) -> OperatorEndpoints:
+    """CAIRN_LLM_SERVER_URL is the operator's (bin/cairn run sets it): its exact origin is approved for
+    this writer only, on top of CAIRN_OPERATOR_PRIVATE_ENDPOINTS; the tenant's openai_compatible
+    endpoint never inherits it."""
+    scheme, host, port = origin_of(url)
+    literal = f"[{host}]" if ":" in host else host
+    return OperatorEndpoints([*settings.CAIRN.get("OPERATOR_PRIVATE_ENDPOINTS", ()), f"{scheme}://{literal}:{port}"])
+
+
 class LlamaCppWriter(OpenAICompatibleWriter):
     name = "llama-cpp-local"
     version = "3"  # 3: served by xllamacpp's llama.cpp server (2: in-process llama-cpp-python)
@@ -43,7 +53,8 @@ class LlamaCppWriter(OpenAICompatibleWriter):
         if not url:
             raise RuntimeError("no local model server configured (CAIRN_LLM_SERVER_URL; bin/cairn install-llm)")
         super().__init__(url, llm.MODEL_ALIAS, str(settings.CAIRN.get("LLM_API_KEY", "") or ""),
-                         timeout=float(timeout or settings.CAIRN["WRITER_TIMEOUT_SECONDS"]))  # fmt: skip
+                         timeout=float(timeout or settings.CAIRN["WRITER_TIMEOUT_SECONDS"]),
+                         endpoints=_operator_server(url))  # fmt: skip
         self._max_tokens = max_tokens
 
     def _body(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str,

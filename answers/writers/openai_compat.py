@@ -30,7 +30,14 @@ from datetime import datetime
 from typing import Any, cast
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from core.http import BlockedDestination, HardenedSession, admin_url_session, operator_endpoints, redact
+from core.http import (
+    BlockedDestination,
+    HardenedSession,
+    OperatorEndpoints,
+    admin_url_session,
+    operator_endpoints,
+    redact,
+)
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +163,7 @@ class OpenAICompatibleWriter:
     generative = True
 
     def __init__(self, endpoint_url: str, model: str, api_key: str = "", *, timeout: float = 60.0,
-                 azure_api_version: str = "") -> None:  # fmt: skip
+                 azure_api_version: str = "", endpoints: OperatorEndpoints | None = None) -> None:  # fmt: skip
         self.endpoint_url = endpoint_url.rstrip("/")
         self.model = model
         self._api_key = api_key
@@ -165,7 +172,9 @@ class OpenAICompatibleWriter:
         # engine abstains (an IPv6 or loopback endpoint made every answer a 500 before).
         self._session: HardenedSession | None
         try:
-            self._session = admin_url_session(endpoint_url, endpoints=operator_endpoints(), timeout=(5.0, timeout),
+            # ``endpoints``: only an operator-configured subclass (the local llama.cpp server) passes its own.
+            approved = endpoints if endpoints is not None else operator_endpoints()
+            self._session = admin_url_session(endpoint_url, endpoints=approved, timeout=(5.0, timeout),
                                               max_response_bytes=2_000_000)  # fmt: skip
         except BlockedDestination:
             self._session = None

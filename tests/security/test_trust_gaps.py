@@ -583,3 +583,19 @@ def test_the_llm_api_key_is_decrypted_by_the_one_credentials_helper_and_redacted
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "upstream echoed %s", (key,), None)
     logfilters.RedactSecrets().filter(record)
     assert key not in record.getMessage()
+
+
+def test_the_operator_set_local_model_server_is_reachable_but_the_tenant_endpoint_does_not_inherit_it(
+    settings, recorder
+) -> None:
+    from answers.writers.llama_local import LlamaCppWriter
+
+    # CAIRN_LLM_SERVER_URL is the operator's (bin/cairn run sets it), so llama_cpp may use it...
+    settings.CAIRN = {**settings.CAIRN, "LLM_SERVER_URL": recorder.url("/v1"), "LLM_API_KEY": "local-key-1234"}
+    info: dict[str, Any] = {}
+    LlamaCppWriter(max_tokens=8).complete_json([{"role": "user", "content": "hi"}], {"type": "object"}, info=info)
+    assert len(recorder.requests) == 1 and info["error"] == "endpoint_failed"  # the recorder is no LLM
+    # ...but a tenant admin's openai_compatible endpoint on the same origin is still refused.
+    info = {}
+    OpenAICompatibleWriter(recorder.url("/v1"), "m").complete_json([], {}, info=info)
+    assert info["error"] == "endpoint_not_allowed" and len(recorder.requests) == 1
