@@ -61,6 +61,10 @@ def do_create_connector_instance(
     )  # fmt: skip
     for mode in SyncState.Mode.values:
         SyncState.objects.create(instance=instance, mode=mode)
+    if kind == "sharepoint":
+        from connectors.sharepoint.subscriptions import do_ensure_subscriptions
+
+        do_ensure_subscriptions(instance)  # Graph change notifications from the start
     return instance
 
 
@@ -104,6 +108,11 @@ def do_set_paused(instance: ConnectorInstance, paused: bool) -> ConnectorInstanc
         # Runs that were waiting while paused continue from their checkpoints.
         for state in SyncState.objects.filter(instance=instance, status__in=ACTIVE):
             _enqueue_run(state)
+        if instance.kind == "sharepoint":
+            from connectors.sharepoint.subscriptions import do_ensure_subscriptions
+
+            # Subscriptions may have lapsed while paused (the beat skips paused instances).
+            do_ensure_subscriptions(instance)
     return instance
 
 

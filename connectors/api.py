@@ -39,10 +39,10 @@ from tenants.views_base import TenantAPIView
 REQUIRED_CONFIG = {"confluence": ("site_url",), "sharepoint": ("tenant_id", "client_id", "site_ids"), "slack": ()}
 CREDENTIAL_KEYS = {
     "confluence": ("email", "api_token"),
-    "sharepoint": ("client_secret",),
+    "sharepoint": ("client_secret", "client_certificate"),
     "slack": ("token", "signing_secret", "previous_signing_secret"),
 }
-URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url")
+URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url", "sharepoint_base_url")
 
 
 # 400 invalid input, 404 no such connector in this tenant, 409 name taken, 503 credentials key missing,
@@ -101,6 +101,11 @@ class SyncQueuedSerializer(serializers.Serializer):
     mode = serializers.CharField()
     status = serializers.CharField()
     run_id = serializers.CharField()
+
+
+class SubscriptionsQueuedSerializer(serializers.Serializer):
+    queued = serializers.BooleanField()
+    replacing = serializers.ListField(child=serializers.CharField())
 
 
 class ConnectionTestSerializer(serializers.Serializer):
@@ -321,3 +326,25 @@ class ConnectorWebhookView(TenantAPIView):
         instance = _get(pk)
         do_rotate_webhook_secret(instance)
         return Response(self._info(request, instance))
+
+
+class ConnectorSubscriptionsView(TenantAPIView):
+    """Recreate a SharePoint instance's Graph subscriptions now (not at the next hourly beat)."""
+
+    admin_only = True
+
+    @extend_schema(request=None, responses={202: SubscriptionsQueuedSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        from connectors.sharepoint.subscriptions import do_recreate_subscriptions, notification_url
+
+        instance = _get(pk)
+        if instance.kind != "sharepoint":
+            raise ApiError("not_supported", "Only SharePoint connectors have Graph subscriptions.")
+        if instance.paused:
+            raise ApiError("connector_paused", "Resume the connector first; paused connectors keep no subscriptions.",
+                           409)  # fmt: skip
+        if not notification_url(instance):
+            raise ApiError("no_public_base_url", "CAIRN PUBLIC_BASE_URL is not set; Graph cannot reach the hook.",
+                           409)  # fmt: skip
+        replaced = do_recreate_subscriptions(instance, actor=request.user)
+        return Response({"queued": True, "replacing": replaced}, status=202)
