@@ -199,13 +199,20 @@ def _one_ahead(events: Iterator[_Event]) -> Iterator[tuple[SyncOp, Checkpoint]]:
     """
     pending: SyncOp | None = None
     state: Checkpoint | None = None
-    for kind, value in events:
-        if kind == "op":
-            if pending is not None and state is not None:
-                yield pending, state
-            pending = value
-        else:
-            state = value
+    try:
+        for kind, value in events:
+            if kind == "op":
+                if pending is not None and state is not None:
+                    yield pending, state
+                pending = value
+            else:
+                state = value
+    except Exception:
+        # The run fails here, but the op already computed and everything finished since (a
+        # drive's new delta link) is still delivered and saved before the error propagates.
+        if pending is not None and state is not None:
+            yield pending, state
+        raise
     if pending is not None and state is not None:
         yield pending, state
 
