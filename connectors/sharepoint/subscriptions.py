@@ -94,7 +94,6 @@ def do_ensure_subscriptions(instance: ConnectorInstance) -> None:
     subscriptions now, not at the next hourly beat (tenant context)."""
     if instance.kind != "sharepoint" or instance.paused:
         return
-    from connectors.tasks import enqueue_graph_subscriptions
     from tenants.context import require_tenant_id
 
     tenant_id, instance_pk = require_tenant_id(), instance.pk

@@ -15,10 +15,9 @@ from celery import current_app
 from rest_framework.test import APIClient
 
 from connectors.models import ConnectorInstance, SyncState
-from connectors.tasks import maintain_graph_subscriptions
+from connectors.sharepoint.tasks import maintain_graph_subscriptions
 from tenants.context import tenant_context
 from tenants.models import AuditEvent
-from tests.conftest import unique
 from tests.connectors.integration.helpers import documents, make_instance, sync
 from tests.connectors.sharepoint.fake_graph import (
     CLIENT_ID,
@@ -28,6 +27,7 @@ from tests.connectors.sharepoint.fake_graph import (
     write_app_certificate,
     write_self_signed_cert,
 )
+from tests.support import unique
 
 DOCS = "b!docs"
 BASE = "https://cairn.example.com"

@@ -54,7 +54,7 @@ def graph(cert: tuple[Path, Path], app_cert: tuple[str, str]) -> Iterator[FakeGr
 
 
 def _session(graph: FakeGraph, cert_path: Path) -> requests.Session:
-    from cairn.http import build_session
+    from core.http import build_session
 
     session = build_session(allowed_hosts=[f"127.0.0.1:{graph.port}"])
     session.verify = str(cert_path)
