@@ -18,10 +18,13 @@ Per source, after an initial permission + full sync run by the worker:
   right before that POST and stops when ``GET /api/v1/search`` (a reader's Bearer token) first
   returns the new item (matched by a unique token in its title/snippet).
 * revocation -> enforced: the item's permission is narrowed at the source, then
-  Confluence / SharePoint: ``POST /api/v1/connectors/<id>/sync {"mode": "permission"}`` (admin
-  token; Confluence sends no webhook for restriction changes and Graph delta reports sharing
-  changes only with a Prefer header the connector does not send, so the permission sync is the
-  path that enforces them); Slack: a signed ``member_left_channel`` event.  The clock stops when
+  Confluence: ``POST /api/v1/connectors/<id>/sync {"mode": "permission"}`` (admin token;
+  Confluence sends no webhook for restriction changes); SharePoint (``--sharepoint-revocation
+  delta``, the default): the file's organization link is removed and a Graph change notification
+  is POSTed, whose delta run (``Prefer: deltashowsharingchanges``, the app holding
+  Sites.FullControl.All) reports the sharing change; ``--sharepoint-revocation permission``
+  narrows the permissions and requests a permission sync instead; Slack: a signed
+  ``member_left_channel`` event.  The clock stops when
   the search API no longer returns the item to the revoked user.  For Slack the member is
   re-added (``member_joined_channel``) between samples; that latency is recorded as ``grant``.
 
@@ -314,18 +317,26 @@ def confluence_source(people: People, api: Api, work: Path) -> Iterator[Callable
 
 @contextmanager
 def sharepoint_source(
-    people: People, api: Api, work: Path, *, identical: bool = False
+    people: People, api: Api, work: Path, *, identical: bool = False, revocation: str = "delta"
 ) -> Iterator[Callable[[int, Samples, float, float], None]]:
     from core.crypto import decrypt_text
     from tenants.context import tenant_context
     from tests.connectors.integration.helpers import make_instance, map_identities, tiny_pdf
-    from tests.connectors.sharepoint.fake_graph import CLIENT_ID, CLIENT_SECRET, FakeGraph, write_self_signed_cert
+    from tests.connectors.sharepoint.fake_graph import (
+        CLIENT_ID,
+        CLIENT_SECRET,
+        FakeGraph,
+        write_app_certificate,
+        write_self_signed_cert,
+    )
 
     docs, subscription = "b!docs", "sub-docs-1"
     tls = work / "graph-tls"
     tls.mkdir(parents=True, exist_ok=True)
     cert = write_self_signed_cert(tls)
+    app_pem, _ = write_app_certificate(tls)  # SharePoint REST (site groups) needs certificate auth
     graph = FakeGraph(*cert)
+    graph.register_certificate(app_pem)
     # As in the end-to-end test: fixture file bodies are placeholders; give the pipeline real bytes.
     items = {i["id"]: i for i in graph.site["drive_items"][docs]}
     items["i-handbook"]["content"] = tiny_pdf("Employee handbook for the finance team").decode("ascii")
@@ -337,8 +348,8 @@ def sharepoint_source(
             people.tenant_id, "sharepoint", f"finance-{uuid.uuid4().hex[:6]}",
             {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
              "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base,
-             "subscriptions": {subscription: docs}},
-            {"client_secret": CLIENT_SECRET}, tls_ca_file=str(cert[0]),
+             "sharepoint_base_url": graph.base, "subscriptions": {subscription: docs}},
+            {"client_secret": CLIENT_SECRET, "client_certificate": app_pem}, tls_ca_file=str(cert[0]),
         )  # fmt: skip
         map_identities(people.tenant_id, {"entra:user:u-alice": people.users["alice"],
                                           "entra:user:u-bob": people.users["bob"],
@@ -356,11 +367,17 @@ def sharepoint_source(
         def run(i: int, samples: Samples, poll: float, timeout: float) -> None:
             token = unique_token()
             item_id = f"i-bench-{i}"
-            # Shared with the AAD group Finance: alice directly, bob through the nested group.
+            # Shared with the AAD group Finance (alice directly, bob through the nested group) and,
+            # for the delta path, through an organization link (what the revocation removes).
+            perms = [{"id": "p-fin", "roles": ["read"], "grantedToV2": {"group": {"id": "g-finance"}}}]
+            if revocation == "delta":
+                perms = [
+                    {"id": "p-alice", "roles": ["read"], "grantedToV2": {"user": {"id": "u-alice"}}},
+                    {"id": "p-link", "roles": ["read"], "link": {"scope": "organization", "type": "view"}},
+                ]
             graph.add_file(docs, {"id": item_id, "name": f"bench-{token}.txt", "file": {"mimeType": "text/plain"},
                                   "content": f"The {token} forecast moves to the second Friday.",
-                                  "permissions": [{"id": "p-fin", "roles": ["read"],
-                                                   "grantedToV2": {"group": {"id": "g-finance"}}}]})  # fmt: skip
+                                  "permissions": perms})  # fmt: skip
             # Graph's driveItem notifications carry no id: two changes to one drive give byte-identical
             # bodies, and the hook view dedupes on the body (its InboundEvent id is a hash of it), so a
             # repeat would be dropped as a retry and no delta would run.  Unless --sharepoint-identical
@@ -374,15 +391,31 @@ def sharepoint_source(
             # The notification's delta run may still be finishing: let it end first.
             wait_for_syncs(people, instance, ("incremental",))
             doc = document(people, instance, f"driveitem:{docs}:{item_id}")
-            with graph._lock:  # a sharing change: no new version, no delta entry
-                graph._item(docs, item_id)["permissions"] = [
-                    {"id": "p-alice", "roles": ["read"], "grantedToV2": {"user": {"id": "u-alice"}}}
-                ]
+            alice_only = [{"id": "p-alice", "roles": ["read"], "grantedToV2": {"user": {"id": "u-alice"}}}]
+            if revocation == "delta":
+                # The organization link is removed: a sharing-only change that Graph delta reports
+                # (Prefer: deltashowsharingchanges, Sites.FullControl.All); the next notification's
+                # delta run gives the file a fresh ACL.
+                rexpiry = f"2098-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z"
+                rbody = json.dumps({"value": [{**change, "subscriptionExpirationDateTime": rexpiry}]}).encode()
+
+                def deliver() -> None:
+                    graph.set_sharing(docs, item_id, alice_only)
+                    api.post(hook, data=rbody)
+
+                modes: tuple[str, ...] = ("incremental",)
+            else:
+                with graph._lock:  # a sharing change the delta path does not see here
+                    graph._item(docs, item_id)["permissions"] = alice_only
+
+                def deliver() -> None:
+                    api.request_sync(people.tokens["alice"], instance.pk, "permission")
+
+                modes = ("permission",)
             samples["revocation_to_enforced"].append(measure(
-                lambda: api.request_sync(people.tokens["alice"], instance.pk, "permission"),
-                lambda: not found(api.search(people.tokens["bob"], token), document_id=doc.pk),
+                deliver, lambda: not found(api.search(people.tokens["bob"], token), document_id=doc.pk),
                 poll=poll, timeout=timeout, what=f"sharepoint {item_id} hidden from bob"))  # fmt: skip
-            wait_for_syncs(people, instance, ("permission",))
+            wait_for_syncs(people, instance, modes)
             assert found(api.search(people.tokens["alice"], token), document_id=doc.pk), "alice lost her file"
 
         yield run
@@ -522,6 +555,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="send byte-identical Graph notifications (as Graph does) instead of varying the expiry",
     )
+    ap.add_argument(
+        "--sharepoint-revocation",
+        choices=("delta", "permission"),
+        default="delta",
+        help="SharePoint revocation path: a link removed + a change notification (delta with sharing changes),"
+        " or item permissions narrowed + a requested permission sync",
+    )
     args = ap.parse_args(argv)
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     unknown = set(sources) - set(SOURCES)
@@ -537,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": "python -m benchmarks.connector_latency " + " ".join(argv if argv is not None else sys.argv[1:]),
             "events": args.events, "poll_s": args.poll, "sources": sources,
             "sharepoint_identical_notifications": args.sharepoint_identical,
+            "sharepoint_revocation": args.sharepoint_revocation,
             "web": "gunicorn cairn.wsgi (1 worker, gthread, 4 threads) on 127.0.0.1",
             "worker": "celery -A cairn worker -Q ingest,permissions,answers -c 2",
             "paths": {
@@ -546,7 +587,10 @@ def main(argv: list[str] | None = None) -> int:
                 "sharepoint": {"event": "new file at the fake Graph + POST /hooks/sharepoint/<uuid>/notifications"
                                         " (delta run); each sample's subscriptionExpirationDateTime differs unless"
                                         " --sharepoint-identical (identical bodies are deduped by the hook view)",
-                               "revocation": "item permissions narrowed to alice + POST /api/v1/connectors/<id>/sync"
+                               "revocation": "--sharepoint-revocation delta (default): the file's organization link"
+                                             " removed at the fake Graph + POST /hooks/sharepoint/<uuid>/notifications"
+                                             " (delta with Prefer: deltashowsharingchanges); permission: item"
+                                             " permissions narrowed to alice + POST /api/v1/connectors/<id>/sync"
                                              " {mode: permission}; bob polls"},
                 "slack": {"event": "signed message event POST /hooks/slack/<uuid>/events (incremental drains inbox)",
                           "revocation": "signed member_left_channel (guest gail leaves C0PROJ); gail polls",
@@ -566,7 +610,11 @@ def main(argv: list[str] | None = None) -> int:
             results[source] = samples
             try:
                 with ExitStack() as stack:
-                    options = {"identical": args.sharepoint_identical} if source == "sharepoint" else {}
+                    options: dict[str, Any] = (
+                        {"identical": args.sharepoint_identical, "revocation": args.sharepoint_revocation}
+                        if source == "sharepoint"
+                        else {}
+                    )
                     run = stack.enter_context(SOURCE_SETUP[source](people, api, args.out.parent, **options))
                     for i in range(args.events):
                         run(i, samples, args.poll, args.timeout)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from connectors.base import DeleteDocument, IdentitySeen, SetGroupMembers, SyncOp, UpdateAcl, UpsertDocument
 from connectors.dispatch import enqueue_sync
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
+from connectors.sharepoint.subscriptions import do_ensure_subscriptions
 from core.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 from core.errors import ApiError
 from core.http import BlockedDestination, origin_of
@@ -47,10 +48,10 @@ def new_webhook_secret() -> str:
 REQUIRED_CONFIG = {"confluence": ("site_url",), "sharepoint": ("tenant_id", "client_id", "site_ids"), "slack": ()}
 CREDENTIAL_KEYS = {
     "confluence": ("email", "api_token"),
-    "sharepoint": ("client_secret",),
+    "sharepoint": ("client_secret", "client_certificate"),
     "slack": ("token", "signing_secret", "previous_signing_secret"),
 }
-URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url")
+URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url", "sharepoint_base_url")
 OPERATOR_KEYS = ("allow_private_network", "tls_ca_file", "private_network_origins")
 
 
@@ -170,6 +171,9 @@ def do_create_connector_instance(
                               details={"kind": kind, "name": name, "config_keys": sorted(config),
                                        "credential_keys": sorted(credentials),
                                        "allow_private_network": allow_private_network})  # fmt: skip
+        if kind == "sharepoint":
+            # Graph change notifications from the start (queued on commit), not only at the hourly beat.
+            do_ensure_subscriptions(instance)
     return instance
 
 
@@ -278,6 +282,9 @@ def do_set_paused(instance: ConnectorInstance, paused: bool, *, actor: Actor) ->
         # Runs that were waiting while paused continue from their checkpoints.
         for state in SyncState.objects.filter(instance=instance, status__in=ACTIVE):
             _enqueue_run(state)
+        if instance.kind == "sharepoint":
+            # Subscriptions may have lapsed while paused (the beat skips paused instances).
+            do_ensure_subscriptions(instance)
     return instance
 
 

@@ -92,6 +92,11 @@ class SyncQueuedSerializer(serializers.Serializer):
     run_id = serializers.CharField()
 
 
+class SubscriptionsQueuedSerializer(serializers.Serializer):
+    queued = serializers.BooleanField()
+    replacing = serializers.ListField(child=serializers.CharField())
+
+
 class ConnectionTestSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     message = serializers.CharField()
@@ -269,3 +274,25 @@ class ConnectorWebhookView(TenantAPIView):
         instance = _get(pk)
         do_rotate_webhook_secret(instance, actor=self.actor)
         return Response(self._info(request, instance, do_read_webhook_secret(instance, actor=self.actor)))
+
+
+class ConnectorSubscriptionsView(TenantAPIView):
+    """Recreate a SharePoint instance's Graph subscriptions now (not at the next hourly beat)."""
+
+    admin_only = True
+
+    @extend_schema(request=None, responses={202: SubscriptionsQueuedSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        from connectors.sharepoint.subscriptions import do_recreate_subscriptions, notification_url
+
+        instance = _get(pk)
+        if instance.kind != "sharepoint":
+            raise ApiError("not_supported", "Only SharePoint connectors have Graph subscriptions.")
+        if instance.paused:
+            raise ApiError("connector_paused", "Resume the connector first; paused connectors keep no subscriptions.",
+                           409)  # fmt: skip
+        if not notification_url(instance):
+            raise ApiError("no_public_base_url", "CAIRN PUBLIC_BASE_URL is not set; Graph cannot reach the hook.",
+                           409)  # fmt: skip
+        replaced = do_recreate_subscriptions(instance, actor=self.actor)
+        return Response({"queued": True, "replacing": replaced}, status=202)

@@ -131,6 +131,8 @@ def _drive(tenant_id: int, instance: ConnectorInstance, state: SyncState, connec
             enqueue_sync(tenant_id, instance.pk, mode, run_id, countdown=delay, queue=queue)
             return "throttled"
         _fail(state, _error_text(exc), str(getattr(exc, "item", "") or ""), tenant_id=tenant_id)
+        if mode == "full":
+            _carry_delta_links(tenant_id, instance, state)
         return "failed"
     except (requests.RequestException, OutboundHTTPError) as exc:
         with tenant_context(tenant_id):
@@ -162,16 +164,53 @@ def _fail(state: SyncState, message: str, item: str, *, tenant_id: int | None = 
             write()
 
 
+def _carry_delta_links(tenant_id: int, instance: ConnectorInstance, state: SyncState) -> None:
+    """A failed full run that already enumerated a drive knows where that drive's changes continue.
+
+    Drives the incremental run has no delta link for get the full run's, so a file deleted after
+    the enumeration is reported by the next delta instead of vanishing into a fresh enumeration
+    (which never lists deleted items).  Links the incremental run already has are kept: they are
+    older, so they also cover what happened before the full run.
+    """
+    with tenant_context(tenant_id):
+        final = SyncState.objects.filter(pk=state.pk).first()
+        links = dict(((final.checkpoint if final else None) or {}).get("delta_links") or {})
+        if not links:
+            return
+        inc = SyncState.objects.select_for_update().filter(instance=instance, mode="incremental").first()
+        if inc is None or inc.status in ACTIVE:
+            return
+        checkpoint = dict(inc.checkpoint or {})
+        mine = dict(checkpoint.get("delta_links") or {})
+        checkpoint["delta_links"] = {**links, **mine}
+        if checkpoint["delta_links"] != mine:
+            inc.checkpoint = checkpoint
+            inc.save(update_fields=["checkpoint"])
+
+
+def _partial(checkpoint: dict[str, Any]) -> tuple[str, str]:
+    """What a finished run could not do (principals that grant nothing until retried), for admins."""
+    failures = [f for f in checkpoint.get("failures") or [] if isinstance(f, dict)]
+    warnings = [str(w) for w in checkpoint.get("warnings") or []]
+    parts = [f"{f.get('item', '')}: {f.get('error', '')}" for f in failures[:5]]
+    if failures:
+        parts.insert(0, f"partial: {len(failures)} principal(s) could not be expanded and grant nothing"
+                        " until the next run retries them")  # fmt: skip
+    text = "; ".join(parts + warnings)
+    return redact(text)[:2000], str(failures[0].get("item", "") if failures else "")[:500]
+
+
 def _finish(tenant_id: int, instance: ConnectorInstance, state: SyncState, mode: str, run_id: str) -> None:
     now = timezone.now()
     with tenant_context(tenant_id):
         final = SyncState.objects.get(pk=state.pk)
+        error, item = _partial(dict(final.checkpoint or {}))
         SyncState.objects.filter(pk=state.pk, run_id=run_id).update(
             status=SyncState.Status.DONE, finished_at=now, last_success_at=now, retry_at=None,
-            last_error="", last_error_item="",
+            last_error=error, last_error_item=item,
         )  # fmt: skip
-        Source.objects.filter(pk=instance.source_id).update(**{SOURCE_FIELDS[mode]: now, "last_error": "",
-                                                                "last_error_item": ""})  # fmt: skip
+        Source.objects.filter(pk=instance.source_id).update(**{SOURCE_FIELDS[mode]: now, "last_error": error,
+                                                                "last_error_item": item})  # fmt: skip
         if mode == "full":
             # Where the full run ended is where change tracking starts (Confluence "since",
             # SharePoint delta links); an incremental run that is itself mid-way keeps its own.

@@ -11,4 +11,9 @@ urlpatterns = [
     path("connectors/<int:pk>/pause", api.ConnectorPauseView.as_view(), name="api-connector-pause"),
     path("connectors/<int:pk>/resume", api.ConnectorResumeView.as_view(), name="api-connector-resume"),
     path("connectors/<int:pk>/webhook", api.ConnectorWebhookView.as_view(), name="api-connector-webhook"),
+    path(
+        "connectors/<int:pk>/subscriptions",
+        api.ConnectorSubscriptionsView.as_view(),
+        name="api-connector-subscriptions",
+    ),  # fmt: skip
 ]

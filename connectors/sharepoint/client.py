@@ -9,7 +9,9 @@ nothing but an explicit Graph call can carry the bearer token.
 
 from __future__ import annotations
 
+import base64
 import email.utils
+import json as _json
 import logging
 import math
 import random
@@ -34,6 +36,23 @@ AUTHORITY_HOST = "https://login.microsoftonline.com"
 # carry Retry-After when the service knows how long to back off.
 _RETRY_STATUSES = frozenset({429, 503, 504})
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+# Directory queries Graph only answers as "advanced queries" (an OData cast on a membership
+# collection, $count, ne/not/endsWith...): without both ConsistencyLevel: eventual and $count=true it
+# answers 400 Request_UnsupportedQuery.  https://learn.microsoft.com/en-us/graph/aad-advanced-queries
+ADVANCED_QUERY_HEADERS = {"ConsistencyLevel": "eventual"}
+ADVANCED_QUERY_PARAMS = {"$count": "true"}
+# Delta as a crawler needs it (https://learn.microsoft.com/en-us/onedrive/developer/rest-api/concepts/scan-guidance):
+# items the app can no longer see come back as deleted, permission gaps are traversed, and items whose
+# sharing changed are reported (annotated @microsoft.graph.sharedChanged).  Graph honours the sharing
+# part only for an app-only token holding Sites.FullControl.All; otherwise sharing-only changes are
+# not reported and only the permission sync catches them (SharePointConnector says so in its status).
+DELTA_PREFER = "deltashowremovedasdeleted, deltatraversepermissiongaps, deltashowsharingchanges"
+FULL_CONTROL_ROLE = "Sites.FullControl.All"
+# SharePoint REST (not Graph) is the only API that lists a SharePoint site group's members:
+# https://learn.microsoft.com/en-us/previous-versions/office/developer/sharepoint-rest-reference/dn531432(v=office.15)
+# (GroupCollection.getById, UserCollection).  "nometadata" gives plain {"value": [...]} JSON.
+SP_REST_ACCEPT = "application/json;odata=nometadata"
 
 
 class DeltaGone(Exception):
@@ -116,8 +135,15 @@ class GraphClient:
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
         max_response_bytes: int = 110 * 1024 * 1024,
+        client_certificate: Mapping[str, str] | None = None,
+        sharepoint_base_url: str = "",
     ) -> None:
         self.tenant_id = tenant_id
+        # {"private_key": PEM, "thumbprint": SHA-1 hex} -- SharePoint REST refuses app-only tokens
+        # obtained with a client secret ("Unsupported app only token"); it needs a certificate.
+        self._client_certificate = dict(client_certificate) if client_certificate else None
+        # Tests and proxies: where SharePoint REST calls go instead of the site's own origin.
+        self.sharepoint_base_url = sharepoint_base_url.rstrip("/")
         self.graph_base_url = graph_base_url.rstrip("/")
         self.authority = f"{authority_host.rstrip('/')}/{tenant_id}"
         self.session = session if session is not None else _default_session(max_response_bytes)
@@ -142,9 +168,10 @@ class GraphClient:
                 # instance_discovery=False: never ask login.microsoftonline.com whether a custom
                 # authority host is "known" (sovereign clouds, tests); tenant discovery still runs
                 # against the authority itself.  msal insists on an https authority.
+                credential: Any = self._client_certificate or self._client_secret
                 self._app = msal.ConfidentialClientApplication(
                     self._client_id,
-                    client_credential=self._client_secret,
+                    client_credential=credential,
                     authority=self.authority,
                     http_client=self.session,
                     instance_discovery=False,
@@ -153,14 +180,14 @@ class GraphClient:
                 raise ConnectorError(f"cannot reach the Entra authority for tenant {self.tenant_id}") from exc
         return self._app
 
-    def access_token(self, *, force_refresh: bool = False) -> str:
+    def access_token(self, *, force_refresh: bool = False, scopes: list[str] | None = None) -> str:
         app = self._msal_app()
         if force_refresh:
             # A 401 from Graph means the cached token was revoked or the app's grants changed.
             app.remove_tokens_for_client()
         try:
             # msal serves the token from its in-memory cache until shortly before expiry.
-            result = app.acquire_token_for_client(scopes=self._scopes)
+            result = app.acquire_token_for_client(scopes=scopes or self._scopes)
         except requests.RequestException as exc:
             raise ConnectorError("the Entra token endpoint could not be reached") from exc
         token = result.get("access_token") if isinstance(result, dict) else None
@@ -169,6 +196,22 @@ class GraphClient:
             code = result.get("error", "unknown_error") if isinstance(result, dict) else "unknown_error"
             raise ConnectorError(f"Entra refused the app credentials ({code}); check client id and secret")
         return str(token)
+
+    def app_roles(self) -> frozenset[str] | None:
+        """The application permissions in the Graph token's ``roles`` claim (None: not readable).
+
+        Read without verifying the signature: it only decides which degraded mode to report,
+        never who may read what (https://learn.microsoft.com/en-us/entra/identity-platform/access-token-claims-reference).
+        """
+        parts = self.access_token().split(".")
+        if len(parts) != 3:
+            return None
+        try:
+            claims = _json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        except (ValueError, TypeError):
+            return None
+        roles = claims.get("roles") if isinstance(claims, dict) else None
+        return frozenset(str(r) for r in roles) if isinstance(roles, list) else frozenset()
 
     # -- requests -------------------------------------------------------------------------
 
@@ -195,6 +238,7 @@ class GraphClient:
         allow_redirects: bool = False,
         stream: bool = False,
         headers: Mapping[str, str] | None = None,
+        scopes: list[str] | None = None,
     ) -> requests.Response:
         """One logical request with throttling retries; returns any non-retryable response."""
         url = self.url(path_or_url) if authorized else path_or_url
@@ -203,7 +247,7 @@ class GraphClient:
         while True:
             hdrs = dict(headers or {})
             if authorized:
-                hdrs["Authorization"] = f"Bearer {self.access_token()}"
+                hdrs["Authorization"] = f"Bearer {self.access_token(scopes=scopes)}"
             try:
                 resp = self.session.request(
                     method,
@@ -227,7 +271,7 @@ class GraphClient:
             if authorized and resp.status_code == 401 and not refreshed:
                 refreshed = True
                 resp.close()
-                self.access_token(force_refresh=True)
+                self.access_token(force_refresh=True, scopes=scopes)
                 continue
             if resp.status_code not in _RETRY_STATUSES:
                 return resp
@@ -240,8 +284,10 @@ class GraphClient:
             log.info("graph throttled (%s), retrying in %.2fs", resp.status_code, delay)
             self._sleep(delay)
 
-    def get_json(self, path_or_url: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
-        resp = self.request("GET", path_or_url, params=params)
+    def get_json(
+        self, path_or_url: str, params: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        resp = self.request("GET", path_or_url, params=params, headers=headers)
         if resp.status_code == 410:
             code = _error_code(resp)
             raise DeltaGone(resp.headers.get("Location", ""), code)
@@ -251,8 +297,10 @@ class GraphClient:
             raise ConnectorError("Graph returned an unexpected response", item=_safe_item(path_or_url))
         return data
 
-    def get_page(self, path_or_url: str, params: Mapping[str, str] | None = None) -> Page:
-        data = self.get_json(path_or_url, params)
+    def get_page(
+        self, path_or_url: str, params: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None
+    ) -> Page:
+        data = self.get_json(path_or_url, params, headers)
         items = [v for v in data.get("value", []) if isinstance(v, dict)]
         # The URL of the page (with its query) is what a resume must fetch again.
         url = self.url(path_or_url)
@@ -260,13 +308,16 @@ class GraphClient:
             url = requests.Request("GET", url, params=dict(params)).prepare().url or url
         return Page(url, items, data.get("@odata.nextLink"), data.get("@odata.deltaLink"))
 
-    def paginate(self, path_or_url: str, params: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
-        page = self.get_page(path_or_url, params)
+    def paginate(
+        self, path_or_url: str, params: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        # Headers go with every page: an advanced query's nextLink still needs ConsistencyLevel.
+        page = self.get_page(path_or_url, params, headers)
         while True:
             yield from page.items
             if not page.next_link:
                 return
-            page = self.get_page(page.next_link)
+            page = self.get_page(page.next_link, headers=headers)
 
     # -- resources ------------------------------------------------------------------------
 
@@ -294,8 +345,20 @@ class GraphClient:
         return list(self.paginate(f"sites/{_seg(site_id)}/lists/{_seg(list_id)}/items/{_seg(item_id)}/permissions"))
 
     def site_pages(self, site_id: str) -> Iterator[dict[str, Any]]:
-        # The cast returns sitePage (not baseSitePage) so canvasLayout can be expanded inline.
-        return self.paginate(f"sites/{_seg(site_id)}/pages/microsoft.graph.sitePage", {"$expand": "canvasLayout"})
+        # The list gives page metadata only; the web parts come from each page's canvasLayout.
+        return self.paginate(f"sites/{_seg(site_id)}/pages/microsoft.graph.sitePage")
+
+    def site_page(self, site_id: str, page_id: str) -> dict[str, Any]:
+        # https://learn.microsoft.com/en-us/graph/api/sitepage-get: $expand=canvasLayout on one page.
+        return self.get_json(
+            f"sites/{_seg(site_id)}/pages/{_seg(page_id)}/microsoft.graph.sitePage", {"$expand": "canvasLayout"}
+        )
+
+    def children(self, drive_id: str, item_id: str) -> Iterator[dict[str, Any]]:
+        return self.paginate(
+            f"drives/{_seg(drive_id)}/items/{_seg(item_id)}/children",
+            {"$select": "id,name,file,folder,deleted,root,lastModifiedDateTime"},
+        )
 
     def delta_start_url(self, drive_id: str) -> str:
         return self.url(f"drives/{_seg(drive_id)}/root/delta")
@@ -308,11 +371,48 @@ class GraphClient:
 
     def transitive_user_members(self, group_id: str) -> Iterator[dict[str, Any]]:
         # The microsoft.graph.user cast drops nested groups, devices and service principals,
-        # leaving exactly the people who hold the group through any depth of nesting.
+        # leaving exactly the people who hold the group through any depth of nesting.  A cast on
+        # transitiveMembers is an advanced query (see ADVANCED_QUERY_HEADERS).
         return self.paginate(
             f"groups/{_seg(group_id)}/transitiveMembers/microsoft.graph.user",
-            {"$select": "id,displayName,mail,userPrincipalName,userType,accountEnabled"},
+            {"$select": "id,displayName,mail,userPrincipalName,userType,accountEnabled", **ADVANCED_QUERY_PARAMS},
+            ADVANCED_QUERY_HEADERS,
         )
+
+    def owner_users(self, group_id: str) -> Iterator[dict[str, Any]]:
+        # A Microsoft 365 group's owners (what the "_o" SharePoint claim stands for); the user
+        # cast keeps service principals out.  Sent as an advanced query like every cast we make.
+        return self.paginate(
+            f"groups/{_seg(group_id)}/owners/microsoft.graph.user",
+            {"$select": "id,userPrincipalName,userType,accountEnabled", **ADVANCED_QUERY_PARAMS},
+            ADVANCED_QUERY_HEADERS,
+        )
+
+    def user_by_principal_name(self, upn: str) -> dict[str, Any]:
+        # GET /users/{userPrincipalName}: https://learn.microsoft.com/en-us/graph/api/user-get
+        return self.get_json(f"users/{_seg(upn)}", {"$select": "id,userPrincipalName,userType,accountEnabled"})
+
+    def site_group_users(self, web_url: str, group_id: int) -> list[dict[str, Any]]:
+        """``/_api/web/sitegroups/getbyid(n)/users`` of the site at ``web_url`` (SharePoint REST)."""
+        origin = urlsplit(web_url)
+        base = self.sharepoint_base_url or f"{origin.scheme}://{origin.netloc}"
+        url = f"{base}{origin.path.rstrip('/')}/_api/web/sitegroups/getbyid({int(group_id)})/users"
+        # The token's audience is the SharePoint origin itself, not Graph.
+        scopes = [f"{origin.scheme}://{origin.netloc}/.default"]
+        users: list[dict[str, Any]] = []
+        while url:
+            resp = self.request("GET", url, headers={"Accept": SP_REST_ACCEPT}, scopes=scopes)
+            if resp.status_code in (401, 403):
+                reason = resp.headers.get("x-ms-diagnostics", "")
+                resp.close()
+                hint = "register a certificate for the app" if "app only" in reason.lower() else "grant Sites.Read.All"
+                raise ConnectorError(f"SharePoint REST refused the app ({hint})", item=f"sitegroup:{group_id}")
+            _raise_for_status(resp, url)
+            data = resp.json()
+            users.extend(v for v in (data.get("value") or []) if isinstance(v, dict))
+            # nometadata paging: "odata.nextLink" (absent on the last page).
+            url = str(data.get("odata.nextLink") or "")
+        return users
 
     def download(self, drive_id: str, item_id: str, *, max_bytes: int) -> bytes | None:
         """File content, or None when it is larger than ``max_bytes``.
@@ -379,6 +479,15 @@ class GraphClient:
         resp = self.request("POST", "subscriptions", json=body)
         _raise_for_status(resp, "subscriptions")
         return dict(resp.json())
+
+    def delete_subscription(self, subscription_id: str) -> None:
+        path = f"subscriptions/{_seg(subscription_id)}"
+        resp = self.request("DELETE", path)
+        if resp.status_code == 404:
+            resp.close()
+            return  # already gone: what we wanted
+        _raise_for_status(resp, path)
+        resp.close()
 
     def renew_subscription(self, subscription_id: str, expiration: datetime) -> dict[str, Any]:
         # PATCH both renews and reauthorizes (answers a reauthorizationRequired event).

@@ -120,16 +120,39 @@ def document_from_drive_item(
     )
 
 
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _field_text(value: Any) -> str:
+    """One column value as text: rich text (announcement bodies, issue comments) without its
+    markup, a hyperlink column ({"Url", "Description"}) as both, a multi-choice as a list."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        text = html.unescape(_TAG.sub(" ", value)) if "<" in value else value
+        return " ".join(text.split())
+    if isinstance(value, Mapping):
+        parts = [_field_text(value.get(k)) for k in ("Description", "Url", "LookupValue", "Label") if value.get(k)]
+        return " ".join(dict.fromkeys(p for p in parts if p))
+    if isinstance(value, list):
+        return ", ".join(t for t in (_field_text(v) for v in value) if t)
+    return ""
+
+
 def render_list_item(item: Mapping[str, Any]) -> bytes:
-    """A list item's own columns as plain text ("Column: value" lines under its title)."""
+    """A list item's own columns as plain text ("Column: value" lines under its title).
+
+    Works for every list template: custom lists, announcements (Body), events (EventDate,
+    EndDate, Location), tasks and issues (Status, Priority, DueDate), links (URL).
+    """
     fields = cast(Mapping[str, Any], item.get("fields")) if isinstance(item.get("fields"), Mapping) else {}
     lines = [str(fields.get("Title") or "")]
     for key in sorted(fields):
-        if key in _SYSTEM_FIELDS or key.startswith(("_", "@", "odata")):
+        if key in _SYSTEM_FIELDS or key.startswith(("_", "@", "odata")) or key.endswith("LookupId"):
             continue
-        value = fields[key]
-        if isinstance(value, (str, int, float, bool)) and str(value).strip():
-            lines.append(f"{key}: {value}")
+        text = _field_text(fields[key])
+        if text.strip():
+            lines.append(f"{key}: {text}")
     return "\n".join(lines).strip().encode("utf-8")
 
 
@@ -137,9 +160,11 @@ def document_from_list_item(
     item: Mapping[str, Any], *, site_id: str, list_id: str, container: str, acl: Acl
 ) -> SourceDocument:
     fields = cast(Mapping[str, Any], item.get("fields")) if isinstance(item.get("fields"), Mapping) else {}
+    # A links list's items have no Title; the link's description names them.
+    url_field = cast(Mapping[str, Any], fields["URL"]) if isinstance(fields.get("URL"), Mapping) else {}
     return SourceDocument(
         external_id=listitem_external_id(site_id, list_id, str(item["id"])),
-        title=str(fields.get("Title") or item.get("name") or ""),
+        title=str(fields.get("Title") or url_field.get("Description") or item.get("name") or ""),
         url=str(item.get("webUrl") or ""),
         content=render_list_item(item),
         media_type="text/plain",

@@ -24,11 +24,20 @@ _GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _ALL_MEMBERS_CLAIM = re.compile(r"spo-grid-all-users/(" + _GUID + r")$")
 _EVERYONE_CLAIM = "c:0(.s|true"
 _M365_GROUP_MEMBERS_CLAIM = re.compile(r"federateddirectoryclaimprovider\|(" + _GUID + r")$")
+# "<guid>_o" is the same Microsoft 365 group's *owners* (the owners claim SharePoint puts in the
+# site's Owners group), never its members.
+_M365_GROUP_OWNERS_CLAIM = re.compile(r"federateddirectoryclaimprovider\|(" + _GUID + r")_o$")
+# A person: "i:0#.f|membership|<userPrincipalName>".
+_USER_CLAIM = re.compile(r"^i:0#\.f\|membership\|(.+)$")
 _SECURITY_GROUP_CLAIM = re.compile(r"\|tenant\|(" + _GUID + r")$")
 
 
 def org_principal(tenant_id: str) -> str:
     return f"entra:org:{tenant_id}"
+
+
+def owners_principal(group_id: str) -> str:
+    return f"entra:groupowners:{group_id.lower()}"
 
 
 def site_group_principal(site_id: str, group_id: str) -> str:
@@ -98,6 +107,9 @@ def _claim_principal(login_name: Any, tenant_id: str) -> str | None:
     m = _M365_GROUP_MEMBERS_CLAIM.search(login_name)  # the "_o" owners claim does not match
     if m:
         return f"entra:group:{m.group(1)}"
+    m = _M365_GROUP_OWNERS_CLAIM.search(login_name)
+    if m:
+        return owners_principal(m.group(1))
     m = _SECURITY_GROUP_CLAIM.search(login_name)
     if m:
         return f"entra:group:{m.group(1)}"
@@ -147,6 +159,29 @@ def acl_from_permissions(
 
 def entra_groups_in(acl: Acl) -> set[str]:
     return {p.removeprefix("entra:group:") for clause in acl for p in clause if p.startswith("entra:group:")}
+
+
+def owner_groups_in(acl: Acl) -> set[str]:
+    return {
+        p.removeprefix("entra:groupowners:") for clause in acl for p in clause if p.startswith("entra:groupowners:")
+    }
+
+
+def principal_for_site_group_member(member: Mapping[str, Any], *, tenant_id: str) -> str | None:
+    """One entry of ``/_api/web/sitegroups/getbyid(n)/users`` -> what it stands for.
+
+    ``upn:<userPrincipalName>`` for a person (resolved to an Entra user id by the caller), an
+    Entra group / group-owners / organization principal for a claim, None for anything we cannot
+    prove (a SharePoint-only account, an unknown claim): it grants nothing.
+    """
+    login = member.get("LoginName")
+    if not isinstance(login, str):
+        return None
+    m = _USER_CLAIM.match(login)
+    if m:
+        upn = str(member.get("UserPrincipalName") or m.group(1)).strip()
+        return f"upn:{upn}" if "@" in upn else None
+    return _claim_principal(login, tenant_id)
 
 
 def site_groups_in(acl: Acl) -> set[str]:

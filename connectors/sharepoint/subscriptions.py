@@ -89,6 +89,38 @@ def do_request_subscription_work(instance: ConnectorInstance, *, renew: list[str
     transaction.on_commit(lambda: enqueue_graph_subscriptions(tenant_id, instance_pk))
 
 
+def do_ensure_subscriptions(instance: ConnectorInstance) -> None:
+    """Queue subscription maintenance after commit: a new or re-enabled instance gets its drive
+    subscriptions now, not at the next hourly beat (tenant context)."""
+    if instance.kind != "sharepoint" or instance.paused:
+        return
+    from tenants.context import require_tenant_id
+
+    tenant_id, instance_pk = require_tenant_id(), instance.pk
+    transaction.on_commit(lambda: enqueue_graph_subscriptions(tenant_id, instance_pk))
+
+
+def do_recreate_subscriptions(instance: ConnectorInstance, *, actor: Any) -> list[str]:
+    """Admin action: replace every drive subscription of this instance (after a Graph outage, a
+    changed public URL, a suspicion that deliveries stopped).  Returns the ids marked for
+    replacement; the maintenance task deletes them at Graph and creates new ones."""
+    from tenants.audit import do_record_audit_event
+
+    subs = sorted(str(k) for k in (instance.config.get("subscriptions") or {}))
+    with transaction.atomic():
+        row = ConnectorInstance.objects.select_for_update().get(pk=instance.pk)
+        pending = dict(row.config.get(PENDING_KEY) or {})
+        pending["recreate"] = sorted(set(pending.get("recreate") or []) | set(subs))[:MAX_PENDING]
+        pending.setdefault("renew", [])
+        row.config = {**row.config, PENDING_KEY: pending}
+        row.save(update_fields=["config"])
+        do_record_audit_event(actor=actor, action="connector.subscriptions.recreate", target_type="connector",
+                              target_id=instance.pk, details={"subscriptions": subs})  # fmt: skip
+    instance.config = row.config
+    do_ensure_subscriptions(instance)
+    return subs
+
+
 def _expiry(value: Any) -> datetime | None:
     parsed = parse_datetime(str(value)) if value else None
     if parsed is not None and timezone.is_naive(parsed):
@@ -141,6 +173,12 @@ def maintain_subscriptions(instance: ConnectorInstance, connector: Any, *,
         # Removed by Graph, or made with a rotated-away clientState (Graph cannot change a
         # subscription's clientState; its notifications would be refused), or the drive is gone.
         if sub_id in recreate or rotated or drive_id not in drives:
+            try:
+                # Best effort: one that Graph already removed answers 404, which is fine; a live
+                # one left behind would keep posting notifications we no longer accept.
+                connector.client.delete_subscription(sub_id)
+            except _GRAPH_ERRORS as exc:
+                log.info("could not delete subscription %s: %s", sub_id, type(exc).__name__)
             drop(sub_id)
             handled["recreate"].add(sub_id)
             handled["renew"].add(sub_id)

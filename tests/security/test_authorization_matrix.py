@@ -76,6 +76,7 @@ MATRIX: dict[str, Route] = {
     "api-connector-pause": Route("admin_api", "post", _p("api/v1/connectors/{connector}/pause")),
     "api-connector-resume": Route("admin_api", "post", _p("api/v1/connectors/{connector}/resume")),
     "api-connector-webhook": Route("admin_api", "get", _p("api/v1/connectors/{connector}/webhook")),
+    "api-connector-subscriptions": Route("admin_api", "post", _p("api/v1/connectors/{connector}/subscriptions")),
     "hook-confluence": Route("hook", "post", _p("hooks/confluence/{hook}/page_updated"), {"page": {"id": 1}}),
     "hook-sharepoint": Route("hook", "post", _p("hooks/sharepoint/{hook}/notifications"), {"value": []}),
     "hook-slack": Route("hook", "post", _p("hooks/slack/{hook}/events"), {"type": "event_callback"}),
@@ -105,7 +106,8 @@ MATRIX: dict[str, Route] = {
 }
 
 ID_ROUTES = {"api-admin-alias", "api-connector", "api-connector-status", "api-connector-test", "api-connector-sync",
-             "api-connector-pause", "api-connector-resume", "api-connector-webhook", "console-connector",
+             "api-connector-pause", "api-connector-resume", "api-connector-webhook", "api-connector-subscriptions",
+             "console-connector",
              "console-connector-progress", "console-group"}  # fmt: skip
 
 

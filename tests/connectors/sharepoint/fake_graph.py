@@ -1,13 +1,30 @@
-"""A fake Entra token endpoint + Microsoft Graph v1.0, on 127.0.0.1 over TLS.
+"""A fake Entra token endpoint + Microsoft Graph v1.0 + SharePoint REST, on 127.0.0.1 over TLS.
 
 msal only accepts https authorities, so the server presents a throwaway
 self-signed certificate for 127.0.0.1 that the test session trusts.  It serves
 the tenant in ``connectors/sharepoint/fixtures/contoso_tenant.json`` and lets a
-test change files, expire delta tokens and inject faults.
+test change files and sharing, expire delta tokens and inject faults.
+
+What it refuses, as the services document:
+
+* an OData cast on ``transitiveMembers`` / ``owners`` without ``ConsistencyLevel: eventual`` and
+  ``$count=true``: 400 ``Request_UnsupportedQuery``
+  (https://learn.microsoft.com/en-us/graph/aad-advanced-queries);
+* sharing-only changes in delta unless the request says ``Prefer: deltashowsharingchanges`` and the
+  app-only token carries ``Sites.FullControl.All``
+  (https://learn.microsoft.com/en-us/onedrive/developer/rest-api/concepts/scan-guidance and
+  https://techcommunity.microsoft.com/t5/microsoft-sharepoint-blog/how-to-retrieve-complete-set-of-permission-changes-while/ba-p/1741127);
+* SharePoint REST with a token whose audience is not the SharePoint host, or an app-only token
+  obtained with a client secret (``appidacr`` 1): 401 "Unsupported app only token"
+  (https://techcommunity.microsoft.com/blog/microsoftmissioncriticalblog/avoiding-access-errors-with-sharepoint-app-only-access/4459761).
+
+Tokens are JWT-shaped with the claims Entra puts in app-only tokens (``aud``, ``roles``,
+``appidacr``: https://learn.microsoft.com/en-us/entra/identity-platform/access-token-claims-reference).
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as dt
 import ipaddress
@@ -23,9 +40,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+import jwt
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from tests.security.secret_canary import secret
@@ -35,6 +53,45 @@ CLIENT_ID = "app-client-id"
 CLIENT_SECRET = secret("s3cr3t-value")  # carries the run's secret canary (tests/security/secret_canary.py)
 PAGE_SIZE = 2
 _EPOCH = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+SHAREPOINT_ORIGIN = "https://contoso.sharepoint.com"
+# What the app registration was granted (admin-consented application permissions).
+DEFAULT_ROLES = frozenset({"Sites.Read.All", "Sites.FullControl.All", "User.Read.All", "GroupMember.Read.All"})
+
+
+def write_app_certificate(directory: Path) -> tuple[str, str]:
+    """The app registration's certificate: (PEM of certificate + key, SHA-1 thumbprint hex)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cairn-app")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    (directory / "app.pem").write_bytes(pem)
+    return pem.decode(), cert.fingerprint(hashes.SHA1()).hex()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def token_claims(token: str) -> dict[str, Any]:
+    parts = token.split(".")
+    if len(parts) != 3:
+        return {}
+    try:
+        return dict(json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))))
+    except ValueError:
+        return {}
 
 
 def write_self_signed_cert(directory: Path) -> tuple[Path, Path]:
@@ -101,6 +158,9 @@ class FakeGraph:
         # Graph subscriptions (POST / PATCH /v1.0/subscriptions): id -> entity, and every request body.
         self.subscriptions: dict[str, dict[str, Any]] = {}
         self.subscription_requests: list[tuple[str, str, dict[str, Any]]] = []
+        self.roles: set[str] = set(DEFAULT_ROLES)
+        # SHA-1 thumbprint hex -> public key of a certificate registered on the app.
+        self.app_certificates: dict[str, Any] = {}
         self._lock = threading.Lock()
         for site in self.tenant["sites"]:
             for items in site["drive_items"].values():
@@ -159,6 +219,47 @@ class FakeGraph:
             item["_deleted"] = True
             item["_seq"] = self.seq
 
+    def set_sharing(self, drive_id: str, item_id: str, permissions: list[dict[str, Any]]) -> None:
+        """A sharing-only change (a link removed, a person added): no new version of the item.
+
+        For a folder, what its descendants inherited from it changes with it, but (as Graph may)
+        delta reports only the folder.
+        """
+        with self._lock:
+            self.seq += 1
+            item = self._item(drive_id, item_id)
+            item["permissions"] = copy.deepcopy(permissions)
+            item["_perm_seq"] = self.seq
+            if "folder" in item:
+                for child in self._descendants(drive_id, item_id):
+                    own = [
+                        p for p in child.get("permissions", []) if (p.get("inheritedFrom") or {}).get("id") != item_id
+                    ]
+                    inherited = [{**copy.deepcopy(p), "inheritedFrom": {"driveId": drive_id, "id": item_id}}
+                                 for p in permissions]  # fmt: skip
+                    child["permissions"] = inherited + own
+
+    def _descendants(self, drive_id: str, folder_id: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for item in self.site["drive_items"][drive_id]:
+            if item.get("_parent") == folder_id and not item.get("_deleted"):
+                out.append(item)
+                if "folder" in item:
+                    out.extend(self._descendants(drive_id, item["id"]))
+        return out
+
+    def register_certificate(self, pem: str) -> None:
+        cert = x509.load_pem_x509_certificate(pem.encode())
+        self.app_certificates[cert.fingerprint(hashes.SHA1()).hex()] = cert.public_key()
+
+    def tokens_for(self, audience: str) -> list[str]:
+        return [t for t in self.tokens_issued if token_claims(t).get("aud") == audience]
+
+    def add_list(self, lst: dict[str, Any], items: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self.site["lists"].append(lst)
+            self.site["list_items"][lst["id"]] = [{**i, "_seq": 1} for i in items]
+
     def remove_subscription(self, subscription_id: str) -> None:
         """Graph dropped it (what a ``subscriptionRemoved`` lifecycle event announces)."""
         with self._lock:
@@ -186,24 +287,42 @@ class FakeGraph:
             out["size"] = len(item.get("content", ""))
         return out
 
-    def _delta(self, drive_id: str, query: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
+    def _delta(
+        self, drive_id: str, query: dict[str, str], prefer: set[str], roles: set[str]
+    ) -> tuple[int, dict[str, str], dict[str, Any]]:
+        # Sharing-only changes are reported only to an app-only caller holding Sites.FullControl.All
+        # that asks for them; otherwise delta scopes them away (see the module docstring).
+        sharing = "deltashowsharingchanges" in prefer and "Sites.FullControl.All" in roles
         token = query.get("token")
         if token is not None and ("*" in self.gone_tokens or token in self.gone_tokens):
             self.gone_tokens.discard("*")
             restart = f"{self.base}/v1.0/drives/{drive_id}/root/delta"
-            body = {"error": {"code": "resyncRequired", "message": "Resync required."}}
-            return 410, {"Location": restart}, body
+            gone = {"error": {"code": "resyncRequired", "message": "Resync required."}}
+            return 410, {"Location": restart}, gone
         since = int(query.get("since", token or 0))
         snap = int(query.get("snap", self.seq))
         page = int(query.get("page", 0))
+
+        def shared_changed(i: dict[str, Any]) -> bool:
+            return sharing and since > 0 and since < i.get("_perm_seq", 0) <= snap
+
+        def position(i: dict[str, Any]) -> int:
+            return max(i["_seq"], i.get("_perm_seq", 0) if shared_changed(i) else 0)
+
         changed = [
             i
             for i in self.site["drive_items"][drive_id]
-            if since < i["_seq"] <= snap and not (since == 0 and i.get("_deleted"))
+            if (since < i["_seq"] <= snap or shared_changed(i)) and not (since == 0 and i.get("_deleted"))
         ]
-        changed.sort(key=lambda i: (i["_seq"], i["id"]))
+        changed.sort(key=lambda i: (position(i), i["id"]))
         chunk = changed[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
-        body: dict[str, Any] = {"value": [self._public_item(drive_id, i) for i in chunk]}
+        values = []
+        for i in chunk:
+            public = self._public_item(drive_id, i)
+            if shared_changed(i) and not i.get("_deleted"):
+                public["@microsoft.graph.sharedChanged"] = "True"
+            values.append(public)
+        body: dict[str, Any] = {"value": values}
         if (page + 1) * PAGE_SIZE < len(changed):
             nxt = urlencode({"since": since, "snap": snap, "page": page + 1})
             body["@odata.nextLink"] = f"{self.base}/v1.0/drives/{drive_id}/root/delta?{nxt}"
@@ -232,8 +351,39 @@ class FakeGraph:
                 out.extend(self._transitive_users(member, seen))
         return out
 
-    def _graph(self, method: str, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+    def _owners(self, group_id: str) -> list[dict[str, Any]]:
+        users = {u["id"]: u for u in self.tenant["users"]}
+        return [users[o] for o in self.tenant["groups"].get(group_id, {}).get("owners", []) if o in users]
+
+    def _advanced(self, query: dict[str, str], headers: dict[str, str], values: Callable[[], list[Any]],
+                  path: str) -> tuple[int, dict[str, str], Any]:  # fmt: skip
+        # https://learn.microsoft.com/en-us/graph/aad-advanced-queries: an OData cast on a
+        # membership collection needs ConsistencyLevel: eventual and $count=true.
+        level = next((v for k, v in headers.items() if k.lower() == "consistencylevel"), "")
+        if level.lower() != "eventual" or query.get("$count", "").lower() != "true":
+            return 400, {}, {"error": {"code": "Request_UnsupportedQuery",
+                                       "message": "The requested query requires ConsistencyLevel: eventual and $count=true."}}  # fmt: skip
+        rows = values()
+        body = self._paged(path, query, rows)
+        body["@odata.count"] = len(rows)
+        return 200, {}, body
+
+    def _user(self, key: str) -> tuple[int, dict[str, str], Any]:
+        for user in self.tenant["users"]:
+            if key in (user["id"], str(user.get("userPrincipalName") or "").lower(), user.get("userPrincipalName")):
+                return 200, {}, user
+        if "@" in key:
+            lowered = key.lower()
+            for user in self.tenant["users"]:
+                if str(user.get("userPrincipalName") or "").lower() == lowered:
+                    return 200, {}, user
+        return 404, {}, {"error": {"code": "Request_ResourceNotFound", "message": f"Resource '{key}' does not exist."}}
+
+    def _graph(self, method: str, path: str, query: dict[str, str], headers: dict[str, str] | None = None,
+               roles: set[str] | None = None) -> tuple[int, dict[str, str], Any]:  # fmt: skip
         site = self.site
+        headers = headers or {}
+        prefer = {p.strip().lower() for h, v in headers.items() if h.lower() == "prefer" for p in v.split(",")}
         rel = unquote(path.removeprefix("/v1.0/"))
         routes: list[tuple[str, Callable[..., tuple[int, dict[str, str], Any]]]] = [
             (
@@ -245,13 +395,20 @@ class FakeGraph:
             (r"sites/([^/]+)/lists/([^/]+)/items", self._list_items),
             (r"sites/([^/]+)/lists/([^/]+)/items/([^/]+)/permissions", self._list_item_permissions),
             (r"sites/([^/]+)/pages/microsoft\.graph\.sitePage", self._pages),
-            (r"drives/([^/]+)/root/delta", lambda d: self._delta(d, query)),
+            (r"sites/([^/]+)/pages/([^/]+)/microsoft\.graph\.sitePage", self._page),
+            (r"drives/([^/]+)/root/delta", lambda d: self._delta(d, query, prefer, roles or set())),
+            (r"drives/([^/]+)/items/([^/]+)/children", self._children),
             (r"drives/([^/]+)/items/([^/]+)/content", self._content),
             (r"drives/([^/]+)/items/([^/]+)/permissions", self._item_permissions),
             (r"users", lambda: (200, {}, self._paged(path, query, self.tenant["users"]))),
+            (r"users/([^/]+)", self._user),
             (
                 r"groups/([^/]+)/transitiveMembers/microsoft\.graph\.user",
-                lambda g: (200, {}, self._paged(path, query, self._transitive_users(g))),
+                lambda g: self._advanced(query, headers, lambda: self._transitive_users(g), path),
+            ),
+            (
+                r"groups/([^/]+)/owners/microsoft\.graph\.user",
+                lambda g: self._advanced(query, headers, lambda: self._owners(g), path),
             ),
         ]
         self._query = query
@@ -274,10 +431,27 @@ class FakeGraph:
         item = next(i for i in self.site["list_items"][list_id] if i["id"] == item_id)
         return 200, {}, {"value": item["permissions"]}
 
+    def _page(self, site_id: str, page_id: str) -> tuple[int, dict[str, str], Any]:
+        # https://learn.microsoft.com/en-us/graph/api/sitepage-get: canvasLayout only with $expand.
+        page = next((p for p in self.site["pages"] if p["id"] == page_id), None)
+        if page is None:
+            return 404, {}, {"error": {"code": "itemNotFound", "message": "page not found"}}
+        row = {k: v for k, v in page.items() if not k.startswith("_")}
+        if "canvasLayout" not in self._query.get("$expand", ""):
+            row.pop("canvasLayout", None)
+        row["lastModifiedDateTime"] = _stamp(page["_seq"])
+        return 200, {}, row
+
+    def _children(self, drive_id: str, item_id: str) -> tuple[int, dict[str, str], Any]:
+        kids = [self._public_item(drive_id, i) for i in self.site["drive_items"][drive_id]
+                if i.get("_parent", "root" if i["id"] != "root" else None) == item_id and not i.get("_deleted")]  # fmt: skip
+        return 200, {}, self._paged(f"/v1.0/drives/{drive_id}/items/{item_id}/children", self._query, kids)
+
     def _pages(self, site_id: str) -> tuple[int, dict[str, str], Any]:
         pages = []
         for page in self.site["pages"]:
-            row = {k: v for k, v in page.items() if not k.startswith("_")}
+            # The collection lists page metadata; web parts come from GET on one page.
+            row = {k: v for k, v in page.items() if not k.startswith("_") and k != "canvasLayout"}
             row["lastModifiedDateTime"] = _stamp(page["_seq"])
             row["webUrl"] = f"{self.site['webUrl']}/SitePages/{page['name']}"
             pages.append(row)
@@ -323,6 +497,11 @@ class FakeGraph:
             return 400, {}, {"error": {"code": "BadRequest", "message": "Invalid JSON"}}
         sub_id = unquote(path.removeprefix("/v1.0/subscriptions").strip("/"))
         self.subscription_requests.append((method, sub_id, body))
+        if method == "DELETE" and sub_id:
+            # https://learn.microsoft.com/en-us/graph/api/subscription-delete: 204, or 404 when gone.
+            if self.subscriptions.pop(sub_id, None) is None:
+                return 404, {}, {"error": {"code": "ResourceNotFound", "message": "The object was not found."}}
+            return 204, {}, None
         expiry = str(body.get("expirationDateTime") or "")
         try:
             when = dt.datetime.fromisoformat(expiry.replace("Z", "+00:00"))
@@ -363,6 +542,62 @@ class FakeGraph:
             self.subscriptions[sub_id]["expirationDateTime"] = expiry
             return 200, {}, self.subscriptions[sub_id]
         return 405, {}, {"error": {"code": "BadRequest", "message": "Unsupported method"}}
+
+    def _sharepoint_rest(self, path: str, headers: dict[str, str], claims: dict[str, Any]
+                         ) -> tuple[int, dict[str, str], Any]:  # fmt: skip
+        """``/sites/finance/_api/web/sitegroups/getbyid(n)/users`` as SharePoint Online answers it.
+
+        https://learn.microsoft.com/en-us/previous-versions/office/developer/sharepoint-rest-reference/dn531432(v=office.15)
+        """
+        if claims.get("aud") != SHAREPOINT_ORIGIN or claims.get("appidacr") != "2":
+            # A Graph token, or an app-only token from a client secret.
+            return 401, {"x-ms-diagnostics": '3000003;reason="Unsupported app only token.";category="invalid_client"',
+                         "WWW-Authenticate": 'Bearer realm="' + self.tenant_id + '"'}, {
+                "error_description": "Unsupported app only token."}  # fmt: skip
+        site_path = urlsplit(self.site["webUrl"]).path
+        m = re.fullmatch(re.escape(site_path) + r"/_api/web/sitegroups/getbyid\((\d+)\)/users", path)
+        if not m:
+            return 404, {}, {"odata.error": {"code": "-2147024894, System.IO.FileNotFoundException",
+                                             "message": {"lang": "en-US", "value": "File Not Found."}}}  # fmt: skip
+        groups = self.site.get("_site_groups", {})
+        if m.group(1) not in groups:
+            return 404, {}, {"odata.error": {"code": "-2146232832, Microsoft.SharePoint.SPException",
+                                             "message": {"lang": "en-US", "value": "Group cannot be found."}}}  # fmt: skip
+        accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
+        if "odata=nometadata" not in accept:
+            # Without a JSON Accept SharePoint answers Atom XML; verbose/minimal JSON carry
+            # metadata this fake does not model.
+            return 200, {"Content-Type": "application/atom+xml"}, b"<feed xmlns='http://www.w3.org/2005/Atom'/>"
+        return 200, {"Content-Type": "application/json;odata=nometadata"}, {"value": groups[m.group(1)]}
+
+    def _issue_token(self, form: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+        """Client-credentials grant with a secret or a certificate (a signed client assertion)."""
+        if form.get("grant_type") != ["client_credentials"] or form.get("client_id") != [CLIENT_ID]:
+            return 401, {"error": "invalid_client"}
+        acr = ""
+        if form.get("client_secret") == [CLIENT_SECRET]:
+            acr = "1"
+        elif form.get("client_assertion_type") == ["urn:ietf:params:oauth:client-assertion-type:jwt-bearer"]:
+            # https://learn.microsoft.com/en-us/entra/identity-platform/certificate-credentials
+            assertion = (form.get("client_assertion") or [""])[0]
+            try:
+                header = jwt.get_unverified_header(assertion)
+                x5t = base64.urlsafe_b64decode(str(header.get("x5t", "")) + "==").hex()
+                key = self.app_certificates[x5t]
+                jwt.decode(assertion, key, algorithms=["RS256", "PS256"],
+                           audience=f"{self.base}/{self.tenant_id}/oauth2/v2.0/token", issuer=CLIENT_ID)  # fmt: skip
+                acr = "2"
+            except (jwt.PyJWTError, KeyError, ValueError):
+                return 401, {"error": "invalid_client", "error_description": "AADSTS700027: Client assertion failed"}
+        if not acr:
+            return 401, {"error": "invalid_client"}
+        scope = (form.get("scope") or [""])[0].split()
+        resource = next((x.removesuffix("/.default") for x in scope if x.endswith("/.default")), "")
+        claims = {"aud": resource, "appid": CLIENT_ID, "appidacr": acr, "idtyp": "app", "tid": self.tenant_id,
+                  "roles": sorted(self.roles), "jti": str(len(self.tokens_issued) + 1)}  # fmt: skip
+        token = ".".join((_b64(b'{"alg":"RS256","typ":"JWT"}'), _b64(json.dumps(claims).encode()), _b64(b"sig")))
+        self.tokens_issued.append(token)
+        return 200, {"token_type": "Bearer", "expires_in": 3599, "access_token": token}
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -411,28 +646,27 @@ class FakeGraph:
                         },
                     )
                 if path == f"/{tenant}/oauth2/v2.0/token" and method == "POST":
-                    ok = (
-                        form.get("grant_type") == ["client_credentials"]
-                        and form.get("client_id") == [CLIENT_ID]
-                        and form.get("client_secret") == [CLIENT_SECRET]
-                    )
-                    if not ok:
-                        return self._reply(401, {}, {"error": "invalid_client"})
-                    token = f"graph-token-{len(fake.tokens_issued) + 1}"
-                    fake.tokens_issued.append(token)
-                    return self._reply(200, {}, {"token_type": "Bearer", "expires_in": 3599, "access_token": token})
+                    status, body = fake._issue_token(form)
+                    return self._reply(status, {}, body)
                 if path.startswith("/_layouts/download/"):
                     drive_id, item_id = path.removeprefix("/_layouts/download/").split("/")
                     item = fake._item(unquote(drive_id), unquote(item_id))
                     return self._reply(200, {"Content-Type": "application/octet-stream"}, item["content"].encode())
+                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                claims = token_claims(token) if token in fake.tokens_issued else {}
+                if "/_api/" in path:
+                    if not claims:
+                        return self._reply(401, {}, {"error_description": "Invalid JWT token."})
+                    status, headers, body = fake._sharepoint_rest(path, dict(self.headers.items()), claims)
+                    return self._reply(status, headers, body)
                 if path.startswith("/v1.0/"):
-                    auth = self.headers.get("Authorization", "")
-                    if auth.removeprefix("Bearer ") not in fake.tokens_issued:
+                    if claims.get("aud") != fake.base:
                         return self._reply(401, {}, {"error": {"code": "InvalidAuthenticationToken"}})
                     if path == "/v1.0/subscriptions" or path.startswith("/v1.0/subscriptions/"):
                         status, headers, body = fake._subscription(method, path, self.raw_body)
                         return self._reply(status, headers, body)
-                    status, headers, body = fake._graph(method, path, query)
+                    status, headers, body = fake._graph(method, path, query, dict(self.headers.items()),
+                                                        set(claims.get("roles") or []))  # fmt: skip
                     return self._reply(status, headers, body)
                 return self._reply(404, {}, {"error": "not found"})
 
@@ -444,5 +678,8 @@ class FakeGraph:
 
             def do_PATCH(self) -> None:
                 self._handle("PATCH")
+
+            def do_DELETE(self) -> None:
+                self._handle("DELETE")
 
         return Handler

@@ -36,8 +36,9 @@ class Index:
             elif isinstance(op, DeleteDocument):
                 self.docs.pop(op.external_id, None)
             elif isinstance(op, UpdateAcl):
-                old = self.docs[op.external_id]
-                self.docs[op.external_id] = SourceDocument(**{**old.__dict__, "acl": op.acl})
+                old = self.docs.get(op.external_id)
+                if old is not None:  # an ACL for something never indexed changes nothing
+                    self.docs[op.external_id] = SourceDocument(**{**old.__dict__, "acl": op.acl})
             elif isinstance(op, SetGroupMembers):
                 self.members[op.group_principal] = op.member_principals
             elif isinstance(op, IdentitySeen):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -17,12 +18,14 @@ from connectors.base import (
     UpsertDocument,
 )
 from connectors.sharepoint import SharePointConfig, SharePointConnector
+from connectors.sharepoint.factory import certificate_credential
 from connectors.sharepoint.mapping import epoch_micros
 from tests.connectors.sharepoint.fake_graph import (
     CLIENT_ID,
     CLIENT_SECRET,
     FakeGraph,
     Fault,
+    write_app_certificate,
     write_self_signed_cert,
 )
 from tests.connectors.sharepoint.helpers import Index, ops_of
@@ -36,9 +39,16 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return write_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
+@pytest.fixture(scope="module")
+def app_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    return write_app_certificate(tmp_path_factory.mktemp("app-cert"))
+
+
 @pytest.fixture
-def graph(cert: tuple[Path, Path]) -> Iterator[FakeGraph]:
-    fake = FakeGraph(*cert).start()
+def graph(cert: tuple[Path, Path], app_cert: tuple[str, str]) -> Iterator[FakeGraph]:
+    fake = FakeGraph(*cert)
+    fake.register_certificate(app_cert[0])
+    fake.start()
     yield fake
     fake.stop()
 
@@ -60,16 +70,26 @@ def _session(graph: FakeGraph, cert_path: Path) -> requests.Session:
     return session
 
 
-@pytest.fixture
-def connector(graph: FakeGraph, cert: tuple[Path, Path], sleeps: list[float]) -> SharePointConnector:
-    config = SharePointConfig(
+def _config(graph: FakeGraph, app_cert: tuple[str, str] | None, **overrides: Any) -> SharePointConfig:
+    return SharePointConfig(
         tenant_id=graph.tenant_id,
         client_id=CLIENT_ID,
         client_secret=CLIENT_SECRET,
         site_ids=(graph.site["id"],),
         graph_base_url=f"{graph.base}/v1.0",
         authority_host=graph.base,
+        sharepoint_base_url=graph.base,
+        # The recommended registration: a certificate (SharePoint REST refuses secrets).
+        client_certificate=certificate_credential(app_cert[0]) if app_cert else None,
+        **overrides,
     )
+
+
+@pytest.fixture
+def connector(
+    graph: FakeGraph, cert: tuple[Path, Path], app_cert: tuple[str, str], sleeps: list[float]
+) -> SharePointConnector:
+    config = _config(graph, app_cert)
     return SharePointConnector(config, session=_session(graph, cert[0]), sleep=sleeps.append, jitter=lambda: 0.5)
 
 
@@ -119,13 +139,15 @@ def test_who_can_read_what_follows_nested_groups_links_guests_and_fails_closed(
     index.apply(connector.full_sync({}))
 
     assert index.readable(USERS) == {
-        # budget.xlsx: Finance group (alice direct, bob through the nested Finance leads group).
-        # handbook.pdf: organization link.  press-kit.txt: anonymous link.  Welcome page:
-        # "Everyone except external users".  Northwind: Finance leads only.
+        # budget.xlsx: Finance group (alice direct, bob through the nested Finance leads group)
+        # and the "Finance Owners" site group (bob by name, carol as an owner of the Microsoft
+        # 365 group whose "_o" claim is in it).  handbook.pdf: organization link.  press-kit.txt:
+        # anonymous link.  Welcome page: "Everyone except external users".  Northwind: Finance
+        # leads only.
         "alice": ["Welcome to Finance", "budget.xlsx", "handbook.pdf", "press-kit.txt"],
         "bob": ["Northwind", "Welcome to Finance", "budget.xlsx", "handbook.pdf", "press-kit.txt"],
-        # carol is named on the "specific people" link of notes.docx, and is in no group.
-        "carol": ["Welcome to Finance", "handbook.pdf", "notes.docx", "press-kit.txt"],
+        # carol is named on the "specific people" link of notes.docx and owns the M365 group.
+        "carol": ["Welcome to Finance", "budget.xlsx", "handbook.pdf", "notes.docx", "press-kit.txt"],
         # gail is a guest: not in entra:org, so neither the org link nor the all-members claim
         # reaches her; the direct share and the anonymous link do.
         "gail": ["notes.docx", "press-kit.txt"],
@@ -147,8 +169,11 @@ def test_the_org_principal_lists_internal_members_only_and_identities_carry_gues
     assert (gail.is_guest, gail.email, gail.email_verified) == (True, "gail@fabrikam.example", False)
     carol = index.identities["entra:user:u-carol"]
     assert (carol.is_guest, carol.email, carol.email_verified) == (False, "carol@contoso.com", True)
-    # The owners site group cannot be resolved through Graph and nobody configured it.
-    assert not any(p.startswith("sharepoint:sitegroup:") for p in index.members)
+    # The owners site group is read from SharePoint REST: bob by name, carol through the "_o"
+    # (owners) claim of the Microsoft 365 group; alice is only a member of that group.
+    owners_group = f"sharepoint:sitegroup:{graph.site['id']}:3"
+    assert index.members[owners_group] == ("entra:user:u-bob", "entra:user:u-carol")
+    assert index.checkpoint["failures"] == []
 
 
 def test_a_delta_round_reports_changed_files_and_deletions_only(
@@ -231,7 +256,7 @@ def test_the_app_token_is_fetched_once_and_reused_for_every_graph_call(
 ) -> None:
     Index().apply(connector.full_sync({}))
 
-    assert graph.tokens_issued == ["graph-token-1"]
+    assert len(graph.tokens_for(graph.base)) == 1
     assert len(graph.requests_to(r"^/v1\.0/")) > 10
 
 
@@ -264,13 +289,15 @@ def test_a_sync_that_fails_midway_resumes_from_its_checkpoint_without_duplicates
     with pytest.raises(ConnectorError):
         index.apply(connector.full_sync({}))
     first_run = [op.doc.external_id for op in ops_of(UpsertDocument, index.applied)]
-    assert first_run == [_doc_id("i-budget")]
+    # The op computed before the failure (handbook) is still delivered with its checkpoint.
+    assert first_run == [_doc_id("i-budget"), _doc_id("i-handbook")]
 
     index.apply(connector.full_sync(index.checkpoint))
 
     upserted = [op.doc.external_id for op in ops_of(UpsertDocument, index.applied)]
     assert len(upserted) == len(set(upserted)) == 7
     assert len(graph.requests_to(r"^/_layouts/download/.*/i-budget$")) == 1
+    assert len(graph.requests_to(r"^/_layouts/download/.*/i-handbook$")) == 1
     group_ops = [op.group_principal for op in ops_of(SetGroupMembers, index.applied)]
     assert len(group_ops) == len(set(group_ops))
     assert len(ops_of(IdentitySeen, index.applied)) == 4
