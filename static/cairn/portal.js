@@ -264,7 +264,9 @@
     var self = this;
     if (!conflict || !conflict.pairs || !conflict.pairs.length) return;
     var box = el("div", { className: "conflict", role: "note" });
-    box.appendChild(el("strong", null, "The sources disagree. "));
+    // Statements scoped to different versions do not disagree: each is labelled with its version.
+    var scoped = conflict.status === "scoped";
+    box.appendChild(el("strong", null, scoped ? "The sources describe different versions. " : "The sources disagree. "));
     if (conflict.statement) box.appendChild(el("span", null, conflict.statement));
     var ul = el("ul");
     conflict.pairs.forEach(function (pair) {
