@@ -381,6 +381,17 @@ def run_search(perm: PermissionContext, question: str, extra: RequestFilters, *,
     }
 
 
+def _one_per_document(records: list[EvidenceRecord]) -> list[EvidenceRecord]:
+    """The first cited passage of each document: a document is one source, however many passages it gave."""
+    seen: set[int] = set()
+    out = []
+    for e in records:
+        if e.document_id not in seen:
+            seen.add(e.document_id)
+            out.append(e)
+    return out
+
+
 def _date_of(e: EvidenceRecord) -> str | None:
     ts = e.updated_at or e.created_at
     return ts.date().isoformat() if ts else None
@@ -644,7 +655,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     sources = [
         {"evidence_id": e.id, "title": e.title, "url": e.canonical_url, "date": _date_of(e),
          "version": e.version_label, "authority": e.authority}
-        for e in records if e.id in cited_ids
+        for e in _one_per_document([e for e in records if e.id in cited_ids])
     ]  # fmt: skip
     response = {
         "question": question,

@@ -29,7 +29,7 @@ from retrieval.fingerprint import canonical_url, content_fingerprint, simhash64
 from retrieval.models import Chunk, Document, IndexState, Source
 from retrieval.outbox import record_index_change
 from retrieval.permissions import acl_digest, get_index_state, intern_acl
-from retrieval.text import extract_text
+from retrieval.text import clean_title, extract_text
 from tenants.context import require_tenant_id
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,8 @@ def _newer_acl_applied(document: Document | None, observed_at: datetime | None) 
 
 
 def apply_upsert(source: Source, doc: SourceDocument, embedder: Any, *, observed_at: datetime | None = None) -> str:
+    # Titles are rendered once, here, like the text: "<em>before</em>" and "&amp;" never reach a reader.
+    doc = replace(doc, title=clean_title(doc.title))
     acl = normalise_acl(doc.acl)
     restore = doc.metadata.get(RESTORE_MARKER) == "1"
     if RESTORE_MARKER in doc.metadata:

@@ -13,6 +13,7 @@ or a test without setup.
 
 from __future__ import annotations
 
+import functools
 import html
 import html.entities
 import io
@@ -23,8 +24,11 @@ import zipfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from lxml import etree
+
+from retrieval.tables import table_statements
 
 logger = logging.getLogger(__name__)
 
@@ -199,111 +203,118 @@ def _plain_blocks(text: str) -> Iterator[_Block]:
         yield _Block(para)
 
 
-_MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MD_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_MD_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_MD_HRULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_MD_LIST = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
-_MD_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
-_MD_TABLE_SEP = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_MD_REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
-_MD_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|!\[([^\]]*)\]\[[^\]]*\]")
-_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)|\[([^\]]*)\]\[[^\]]*\]")
-_MD_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
-_MD_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
-_MD_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_MD_EMPHASIS = (
-    re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"),
-    re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"),
-    # Single * or _ only at word edges, so snake_case_names and 2*3*4 survive.
-    re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"),
-    re.compile(r"(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])"),
+# Jekyll front matter ("---\ntitle: ...\n---") is page metadata, never page text.
+_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+# Liquid (Jekyll) template tags are instructions to the site generator, not text a reader sees.
+# {% comment %} bodies never render; a Slack channel tag renders as the channel's name.
+_LIQUID_COMMENT = re.compile(r"\{%-?\s*comment\s*-?%\}.*?\{%-?\s*endcomment\s*-?%\}", re.DOTALL)
+_LIQUID_SLACK = re.compile(r"\{%-?\s*slack_channel\s+[\"']([^\"']+)[\"'][^%]*?-?%\}")
+_LIQUID_TAG = re.compile(r"\{%.*?%\}", re.DOTALL)
+_LIQUID_OUTPUT = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+
+
+def strip_liquid(text: str) -> str:
+    """Remove Liquid/Jekyll tags (``{% page "…" %}``, ``{% include … %}``, ``{{ var }}``).
+
+    ``[text]({% page "/x/" %})`` keeps its link text (the target becomes empty), a
+    ``{% slack_channel "name" %}`` becomes ``#name``, ``{% comment %}…{% endcomment %}`` goes entirely.
+    """
+    text = _LIQUID_COMMENT.sub("", text)
+    text = _LIQUID_SLACK.sub(lambda m: "#" + m.group(1).lstrip("#"), text)
+    text = _LIQUID_TAG.sub("", text)
+    return _LIQUID_OUTPUT.sub("", text)
+
+
+@functools.cache
+def _markdown_parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark plus the GitHub table and strikethrough extensions; raw HTML is passed through
+    # and then goes through the same HTML walker (hidden elements, scripts dropped) as any page.
+    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+
+
+def render_markdown(text: str) -> str:
+    """Markdown (front matter and Liquid tags removed) to HTML, with a maintained CommonMark parser."""
+    text = _FRONT_MATTER.sub("", text.replace("\r\n", "\n").replace("\r", "\n"), count=1)
+    return str(_markdown_parser().render(strip_liquid(text)))
+
+
+def _markdown_blocks(text: str) -> list[_Block]:
+    # Rendered to HTML once, then read like any HTML page: emphasis, links (their text kept),
+    # entities, tables and inline HTML all follow one set of rules.  HTML comments are dropped
+    # by the HTML parser, so their text never reaches the index (injection vector).
+    rendered = render_markdown(text)
+    root = _html_root(rendered)
+    if root is None:
+        return []
+    tidy_markdown_residue(root)
+    return _walk(root, confluence=False)
+
+
+# What a CommonMark parser leaves of source typos ("\\[label]({% page %})", an unpaired "**"): a
+# browser shows it verbatim, but it is markup noise, not content.  Code keeps it.
+_MD_EMPTY_LINK = re.compile(r"\[([^\[\]]*)\]\(\s*\)")
+_MD_STRAY_STRONG = re.compile(r"\*\*")
+_MD_STRAY_TAG = re.compile(
+    r"</?(?:div|span|p|br|strong|em|b|i|a|td|tr|th|table|tbody|thead|li|ul|ol|h[1-6]|sup|sub|details|summary|img)"
+    r"\b[^<>]*>",
+    re.IGNORECASE,
 )
-_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
+# A table the parser could not read (kramdown's header-less "|---|---|" form, rows run together):
+# its separator rows go and its cell pipes become "; ".
+_MD_TABLE_RULE = re.compile(r"\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+")
+_MD_CELL_PIPES = re.compile(r"\s*\|(?:\s*\|)*\s*")
 
 
-def _markdown_inline(line: str) -> str:
-    # Code spans are kept verbatim: emphasis stripping inside them would corrupt code.
-    out: list[str] = []
-    pos = 0
-    for m in _MD_CODE_SPAN.finditer(line):
-        out.append(_markdown_prose(line[pos : m.start()]))
-        out.append(m.group(2).strip())
-        pos = m.end()
-    out.append(_markdown_prose(line[pos:]))
-    return "".join(out)
+def tidy_markdown_residue(root: etree._Element) -> None:
+    """Remove leftover Markdown markup from the text of a rendered page (outside pre/code)."""
 
+    def in_code(el: etree._Element | None) -> bool:
+        while el is not None:
+            if isinstance(el.tag, str) and el.tag.lower() in ("pre", "code"):
+                return True
+            el = el.getparent()
+        return False
 
-def _markdown_prose(text: str) -> str:
-    text = _MD_IMAGE.sub(lambda m: m.group(1) or m.group(2) or "", text)
-    text = _MD_LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
-    text = _MD_AUTOLINK.sub(r"\1", text)
-    text = _MD_TAG.sub("", text)
-    for pattern in _MD_EMPHASIS:
-        text = pattern.sub(lambda m: m.group(m.lastindex or 0), text)
-    text = _MD_ESCAPE.sub(r"\1", text)
-    return html.unescape(text)
+    def tidy(value: str, table: bool) -> str:
+        value = _MD_STRAY_TAG.sub("", _MD_STRAY_STRONG.sub("", _MD_EMPTY_LINK.sub(r"\1", value)))
+        if table:
+            value = _MD_CELL_PIPES.sub("; ", _MD_TABLE_RULE.sub(" ", value))
+        return value
 
-
-def _markdown_blocks(text: str) -> Iterator[_Block]:
-    # HTML comments never render, so their text must not reach the index (injection vector).
-    text = _MD_COMMENT.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    para: list[str] = []
-    fence: str | None = None
-    code: list[str] = []
-
-    def flush() -> Iterator[_Block]:
-        if para:
-            yield _Block(" ".join(para))
-            para.clear()
-
-    for raw in text.split("\n"):
-        if fence is not None:
-            if raw.strip().startswith(fence) and raw.strip().strip(fence[0]) == "":
-                for piece in _split_blank_lines("\n".join(code)):
-                    yield _Block(piece)
-                code.clear()
-                fence = None
-            else:
-                code.append(raw)
+    # Paragraphs holding an unparsed table; their pipes may sit in any text node (bold cells, <br>).
+    tables: set[etree._Element] = set()
+    for el in root.iter("p", "li"):
+        if _MD_TABLE_RULE.search("".join(el.itertext())):
+            tables.update(el.iter())
+    for el in root.iter():
+        if not isinstance(el.tag, str):
             continue
-        fence_match = _MD_FENCE.match(raw)
-        if fence_match:
-            yield from flush()
-            fence = fence_match.group(1)
-            continue
-        if not raw.strip():
-            yield from flush()
-            continue
-        setext = _MD_SETEXT.match(raw)
-        if setext and len(para) == 1:
-            yield _Block(para.pop(), 1 if setext.group(1)[0] == "=" else 2)
-            continue
-        if _MD_HRULE.match(raw) or _MD_REF_DEF.match(raw) or _MD_TABLE_SEP.match(raw) and "-" in raw:
-            yield from flush()
-            continue
-        atx = _MD_ATX.match(raw)
-        if atx:
-            yield from flush()
-            yield _Block(_markdown_inline(atx.group(2) or ""), len(atx.group(1)))
-            continue
-        line = _MD_QUOTE.sub("", raw)
-        if _MD_LIST.match(line):
-            # Each list item is its own paragraph, as <li> is for HTML.
-            yield from flush()
-            line = _MD_LIST.sub("", line, count=1)
-        stripped = line.strip()
-        if stripped.startswith("|") or (stripped.endswith("|") and "|" in stripped[:-1]):
-            yield from flush()
-            cells = [_markdown_inline(c).strip() for c in stripped.strip("|").split("|")]
-            yield _Block(" | ".join(cells))
-            continue
-        para.append(_markdown_inline(line))
-    if fence is not None:  # unterminated fence: keep the code rather than lose it
-        for piece in _split_blank_lines("\n".join(code)):
-            yield _Block(piece)
-    yield from flush()
+        if el.text and not in_code(el):
+            el.text = tidy(el.text, el in tables)
+        if el.tail and not in_code(el.getparent()):
+            el.tail = tidy(el.tail, el.getparent() in tables)
+
+
+_TITLE_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s[^<>]*)?/?>")
+_TITLE_EMPHASIS = (
+    re.compile(r"(\*\*|__|~~|`)(?=\S)(.+?)(?<=\S)\1"),
+    # Single * or _ only at word edges, so snake_case_names survive.
+    re.compile(r"(?<![\w*])(\*)(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"),
+    re.compile(r"(?<![\w_])(_)(?=\S)([^_]+?)(?<=\S)_(?![\w_])"),
+)
+
+
+def clean_title(title: str) -> str:
+    """A document title as a reader sees it: no tags (``<em>``), entities (``&amp;``), Markdown
+    emphasis (``**``) or Liquid tags; whitespace collapsed."""
+    text = strip_liquid(title or "")
+    text = _TITLE_TAG.sub("", text)
+    text = html.unescape(text)
+    for pattern in _TITLE_EMPHASIS:  # outer markers first: "**_not_**"
+        text = pattern.sub(lambda m: m.group(2), text)
+    return _clean(text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,7 +400,8 @@ class _Builder:
     def __init__(self) -> None:
         self.blocks: list[_Block] = []
         self.sinks: list[list[str]] = [[]]
-        self.rows: list[list[str]] = []  # one entry per open <tr>, holding finished cells
+        self.rows: list[list[tuple[str, bool]]] = []  # one entry per open <tr>: finished (cell, is <th>)
+        self.tables: list[list[list[tuple[str, bool]]]] = []  # one entry per open <table>: its rows
         self.pre_depth = 0
 
     def text(self, value: str | None) -> None:
@@ -462,6 +474,7 @@ def _open(el: etree._Element, b: _Builder, confluence: bool) -> str | None:
         b.push()
     elif tag == "table":
         b.brk()
+        b.tables.append([])
     elif tag in _PREFORMATTED:
         b.brk()
         b.pre_depth += 1
@@ -489,22 +502,56 @@ def _close(tag: str, b: _Builder) -> None:
     elif tag in ("td", "th"):
         cell = b.pop()
         if b.rows:
-            b.rows[-1].append(cell)
+            b.rows[-1].append((cell, tag == "th"))
         else:  # stray cell outside a row: keep its text
             b.emit(cell)
     elif tag == "tr":
         b.pop()  # text directly inside <tr> but outside cells is whitespace
         cells = b.rows.pop()
-        if any(cells):
-            b.emit(" | ".join(cells))
+        if any(text for text, _ in cells):
+            if b.tables:
+                b.tables[-1].append(cells)
+            else:  # a row outside any table: no header to label it with
+                b.emit(table_row_text(None, [text for text, _ in cells]))
+    elif tag == "table":
+        for line in _table_lines(b.tables.pop() if b.tables else []):
+            b.emit(line)
+        b.brk()
     elif tag in _PREFORMATTED:
         b.pre_depth -= 1
         if len(b.sinks) == 1:
             b.flush(split_blank_lines=True)
         else:
             b.brk()
-    elif tag in _BLOCK or tag == "table":
+    elif tag in _BLOCK:
         b.brk()
+
+
+def table_row_text(header: list[str] | None, cells: list[str]) -> str:
+    """One table row as a readable line: ``"Region: EU; Limit: 500 EUR."`` (header labels each
+    cell), or the cells joined with ``"; "`` when the table has no header row.  Never pipes."""
+    parts: list[str] = []
+    for i, cell in enumerate(cells):
+        cell = " ".join(cell.split())
+        if not cell:
+            continue
+        label = " ".join(header[i].split()).rstrip(":") if header and i < len(header) else ""
+        parts.append(f"{label}: {cell}" if label and label.lower() != cell.lower() else cell)
+    line = "; ".join(parts)
+    if line and not line.endswith((".", "!", "?", ":", ";")):
+        line += "."
+    return line
+
+
+def _table_lines(rows: list[list[tuple[str, bool]]]) -> list[str]:
+    """A finished table's rows; a first row made only of <th> cells labels the rows below it."""
+    if not rows:
+        return []
+    first = rows[0]
+    if len(rows) > 1 and all(is_head for text, is_head in first if text) and any(h for _, h in first):
+        header = [text for text, _ in first]
+        return [line for row in rows[1:] if (line := table_row_text(header, [text for text, _ in row]))]
+    return [line for row in rows if (line := table_row_text(None, [text for text, _ in row]))]
 
 
 def _link_target_title(link: etree._Element) -> str:
@@ -525,10 +572,17 @@ _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 
 
 def _html_blocks(text: str) -> list[_Block]:
+    root = _html_root(text)
+    if root is None:
+        return []
+    return _walk(root, confluence=False)
+
+
+def _html_root(text: str) -> etree._Element | None:
     # lxml refuses str input that carries an XML encoding declaration (XHTML documents).
     text = _XML_DECL.sub("", text, count=1)
     if not text.strip():
-        return []
+        return None
     # huge_tree lifts libxml2's nesting limit (256), past which it silently drops the rest of
     # the page; the HTML parser never expands entities, so this opens no expansion attack.
     parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, huge_tree=True)
@@ -537,9 +591,7 @@ def _html_blocks(text: str) -> list[_Block]:
     except (etree.LxmlError, ValueError) as exc:
         raise ExtractionError(f"unparseable HTML: {exc}") from exc
     _raise_on_resource_limit(parser)
-    if root is None:
-        return []
-    return _walk(root, confluence=False)
+    return root
 
 
 def _raise_on_resource_limit(parser: etree._FeedParser) -> None:
@@ -642,7 +694,8 @@ def _pdf_blocks(content: bytes) -> list[_Block]:
     _drop_running_headers(page_lines)
     blocks: list[_Block] = []
     for lines in page_lines:
-        blocks.extend(_Block(p) for p in _pdf_paragraphs(lines))
+        # Financial-statement rows gain their row and column labels (retrieval/tables.py).
+        blocks.extend(_Block(p) for p in table_statements(_pdf_paragraphs(lines)))
     return blocks
 
 

@@ -9,6 +9,9 @@ falls back to the default writer and says so).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -23,10 +26,28 @@ def decrypt_api_key(token: str) -> str:
     return decrypt_text(token)
 
 
+# Set only by ``manage.py evaluate --writer``: the evaluation measures one writer on the labelled set
+# whatever the evaluation tenant's own settings say.  Never set on the request path.
+_EVALUATED_WRITER: contextvars.ContextVar[Any | None] = contextvars.ContextVar("evaluated_writer", default=None)
+
+
+@contextlib.contextmanager
+def evaluated_writer(writer: Any) -> Iterator[None]:
+    """Answer with ``writer`` inside this block (evaluation runs only)."""
+    token = _EVALUATED_WRITER.set(writer)
+    try:
+        yield
+    finally:
+        _EVALUATED_WRITER.reset(token)
+
+
 def writer_for_tenant() -> tuple[Any, list[str]]:
     """The current tenant's writer (call inside tenant_context) and notes for the trace."""
     from answers.models import AnswerSettings
 
+    forced = _EVALUATED_WRITER.get()
+    if forced is not None:
+        return forced, [f"evaluation writer: {getattr(forced, 'name', type(forced).__name__)}"]
     row = AnswerSettings.objects.first()
     if row is None or row.writer == AnswerSettings.Writer.EXTRACTIVE:
         return default_writer(), []

@@ -22,7 +22,7 @@ from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.verification import STOPWORDS, content_stems, is_instruction, normalise_ws, stem, tokens
 
 WRITER_NAME = "extractive"
-WRITER_VERSION = "1"
+WRITER_VERSION = "2"
 
 
 def writer_release() -> dict[str, str]:
@@ -150,7 +150,9 @@ def _line_breaks(text: str) -> list[int]:
             and nxt_line[:1].isupper()
             and last_word not in STOPWORDS
         )
-        if paragraph_break or list_item or table_row or title_line:
+        # "You should:" introduces what follows on the next line; it is not wrapped into it.
+        colon_intro = cur.endswith(":") and nxt_line[:1].isupper()
+        if paragraph_break or list_item or table_row or title_line or colon_intro:
             out.append(nl)
     return out
 
@@ -218,9 +220,80 @@ def _is_fragment(sentence: str) -> bool:
     return not _SENTENCE_END_RE.search(s)
 
 
+# Raw source markup that must never reach a reader.  Text extraction renders it away at
+# ingestion; this is the writer's own guard for anything that slipped through (older chunks,
+# plain-text sources quoting markup).
+_MARKUP_RE = re.compile(
+    r"\*\*|__\w|\{%|%\}|\{\{|\]\(|\[[^\]]*$|^[^\[]*\]|(?:^|\s)\|(?:\s|$)|^\||\|$|&(?:amp|lt|gt|quot|nbsp|#\d+);"
+    r"|</?[a-z][a-z0-9]*(?:\s[^<>]*)?/?>",
+    re.IGNORECASE,
+)
+# A sentence cut off mid-phrase ("Book your flight or") ends on a word that needs a continuation.
+_DANGLING = STOPWORDS | frozenset({"or", "and", "but", "nor", "to", "of", "for", "with", "the", "a", "an", "your"})
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("\u201c", "\u201d"))
+
+
+def unfit_reason(sentence: str) -> str | None:
+    """Why ``sentence`` cannot be a claim, or None: markup, a question, a label, a fragment.
+
+    A claim is read on its own, so it must be a complete statement: not a question ("How do
+    I ...?"), not a heading or a bare link label ("Travel and leave policies"), not an
+    introduction to a list ("You should:"), not text cut off mid-phrase.
+    """
+    s = sentence.strip()
+    if _MARKUP_RE.search(s):
+        return "markup"
+    if s.endswith("?"):
+        return "question"
+    if s.endswith((":", ";", ",", "-", "\u2014", "\u2013")):
+        return "fragment"
+    words = re.findall(r"[A-Za-z0-9$%][\w$%,.'\u2019/-]*", s)
+    if words and words[-1].lower().strip(".,") in _DANGLING and not s.endswith((".", "!")):
+        return "fragment"
+    for left, right in _PAIRS:
+        if s.count(left) != s.count(right):
+            return "fragment"
+    if s.count('"') % 2:
+        return "fragment"
+    if not _SENTENCE_END_RE.search(s):
+        # Without a full stop only a list item that reads as a statement qualifies: long enough
+        # and not a Title Case label ("Travel and Leave Policies", a link's text).
+        caps = sum(1 for w in words if w[:1].isupper())
+        if len(words) < 6 or caps >= 0.6 * len(words):
+            return "label"
+    return None
+
+
 def _contains_seq(haystack: list[str], needle: list[str]) -> bool:
     n = len(needle)
     return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+_ANSWER_SHAPE = {
+    "number": re.compile(r"\d"),
+    "date": re.compile(
+        r"\b(?:19|20)\d{2}\b|\b(?:January|February|March|April|May|June|July|August|September|October|"
+        r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|\bday|\bweek|\bmonth"
+    ),
+}
+
+
+def _asked_shape(query: str) -> str:
+    """What kind of value answers the question: "number" (how much/many/long), "date" (when), or ""."""
+    q = query.lower()
+    if re.search(r"\bhow (?:much|many|long|often|large|big)\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
+                 r"amount|number|total|cost|rate|percentage)\b", q):  # fmt: skip
+        return "number"
+    if re.search(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bdeadline\b", q):
+        return "date"
+    return ""
+
+
+def _covered(terms: frozenset[str], chosen: list[frozenset[str]]) -> float:
+    if not terms:
+        return 1.0
+    seen = frozenset().union(*chosen)
+    return len(terms & seen) / len(terms)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -250,6 +323,9 @@ class ExtractiveWriter:
     # related sentences lowers its precision more than it helps recall.
     relative_cutoff = 0.4
     near_duplicate_jaccard = 0.8
+    # A supporting claim whose content words are (nearly) all in the claims already chosen adds nothing.
+    redundant_coverage = 0.85
+    shape_bonus = 0.1
 
     def write(
         self,
@@ -278,9 +354,13 @@ class ExtractiveWriter:
         excludes = [x for x in excludes if x]
         phrases = [normalise_ws(p).lower() for p in parsed.phrases if p.strip()]
 
-        candidates = self._candidates(evidence, excludes)
+        rejected: dict[str, int] = {}
+        candidates = self._candidates(evidence, excludes, rejected)
+        if info is not None and rejected:
+            info["rejected_sentences"] = dict(sorted(rejected.items()))
         if not candidates:
             return []
+        wants = _asked_shape(query)
 
         df: Counter[str] = Counter()
         for c in candidates:
@@ -305,6 +385,8 @@ class ExtractiveWriter:
                 continue
             low = normalise_ws(c.text).lower()
             score = c.lexical + self.phrase_bonus * sum(1 for p in phrases if p in low)
+            if wants and _ANSWER_SHAPE[wants].search(c.text):
+                score += self.shape_bonus  # "how much" is answered by a number, "when" by a date
             if sim is not None:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
             c.score = score + self.rank_prior / (c.rank + 1)
@@ -320,6 +402,8 @@ class ExtractiveWriter:
                 break
             if any(_jaccard(c.shape, o.shape) > self.near_duplicate_jaccard for o in chosen):
                 continue
+            if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
+                continue  # says nothing the answer does not already say
             chosen.append(c)
 
         if info is not None:
@@ -330,7 +414,9 @@ class ExtractiveWriter:
             for i, c in enumerate(chosen, start=1)
         ]
 
-    def _candidates(self, evidence: Sequence[EvidenceRecord], excludes: list[list[str]]) -> list[_Candidate]:
+    def _candidates(
+        self, evidence: Sequence[EvidenceRecord], excludes: list[list[str]], rejected: dict[str, int]
+    ) -> list[_Candidate]:
         out: list[_Candidate] = []
         for rank, ev in enumerate(evidence):
             for idx, (start, end) in enumerate(split_sentences(ev.text)):
@@ -341,9 +427,14 @@ class ExtractiveWriter:
                     start += m.end()
                     raw = ev.text[start:end]
                 elif _is_fragment(raw):
+                    rejected["fragment"] = rejected.get("fragment", 0) + 1
                     continue
                 if idx == 0 and ev.char_start > 0 and raw[:1].islower():
                     continue  # the passage window starts mid-sentence: a subjectless fragment
+                reason = unfit_reason(raw)
+                if reason is not None:
+                    rejected[reason] = rejected.get(reason, 0) + 1
+                    continue
                 if is_instruction(raw):
                     continue  # retrieved text addressing a model is data, never an answer
                 toks = tokens(raw)
@@ -365,4 +456,4 @@ class ExtractiveWriter:
         return out
 
 
-__all__ = ["ExtractiveWriter", "split_sentences", "writer_release"]
+__all__ = ["ExtractiveWriter", "split_sentences", "unfit_reason", "writer_release"]

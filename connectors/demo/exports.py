@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
-LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+import lxml.html
+from lxml import etree
+
+from retrieval.text import clean_title, render_markdown, tidy_markdown_residue
 
 ACME_USERS = {  # user -> Confluence groups (as in the previous demo)
     "alice": ["all-staff", "supervisors", "operations", "hr"],
@@ -54,47 +56,56 @@ def group_id(name: str) -> str:
     return f"grp-{name}"
 
 
+# Confluence storage format is XHTML: the elements a page body may use, per
+# https://confluence.atlassian.com/doc/confluence-storage-format-790796544.html
+_STORAGE_ELEMENTS = frozenset(
+    {
+        "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th",
+        "td", "strong", "em", "b", "i", "u", "s", "del", "code", "pre", "a", "br", "blockquote", "hr", "sup",
+        "sub", "span", "div",
+    }
+)  # fmt: skip
+# Dropped with their content: never page text (scripts, widgets, embeds; images need ac:image + attachments).
+_STORAGE_DROP = frozenset(
+    {"script", "style", "iframe", "button", "img", "input", "select", "svg", "object", "embed", "form", "noscript"}
+)
+_STORAGE_RENAME = {"details": "div", "summary": "p", "figure": "div", "figcaption": "p", "center": "div"}
+_STORAGE_NS = 'xmlns:ac="http://atlassian.com/content" xmlns:ri="http://atlassian.com/resource/identifier"'
+
+
 def markdown_to_storage(text: str) -> str:
-    """A small Markdown → Confluence storage-format (XHTML) conversion: headings, lists, paragraphs."""
-    out: list[str] = []
-    para: list[str] = []
-    in_list = False
-
-    def flush() -> None:
-        nonlocal in_list
-        if para:
-            out.append("<p>" + " ".join(para) + "</p>")
-            para.clear()
-        if in_list:
-            out.append("</ul>")
-            in_list = False
-
-    for raw in FRONT_MATTER.sub("", text).splitlines():
-        line = LINK.sub(r"\1", raw.strip())
-        if not line or line.startswith(("{%", "<!--")):
-            flush()
+    """The handbook's Markdown (with Jekyll front matter, Liquid tags and inline HTML) as Confluence
+    storage format: rendered by a CommonMark parser, then reduced to well-formed storage XHTML."""
+    rendered = render_markdown(text)
+    root = lxml.html.fragment_fromstring(rendered or "<p></p>", create_parent="div")
+    for el in list(root.iter()):
+        if el is root or not isinstance(el.tag, str):
             continue
-        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
-        item = re.match(r"^(?:[-*+]|\d+\.)\s+(.*)$", line)
-        if heading:
-            flush()
-            level = len(heading.group(1))
-            out.append(f"<h{level}>{html.escape(heading.group(2).strip('# '))}</h{level}>")
-        elif item:
-            if para:
-                out.append("<p>" + " ".join(para) + "</p>")
-                para.clear()
-            if not in_list:
-                out.append("<ul>")
-                in_list = True
-            out.append(f"<li>{html.escape(item.group(1))}</li>")
-        else:
-            if in_list:
-                out.append("</ul>")
-                in_list = False
-            para.append(html.escape(line))
-    flush()
-    return "".join(out)
+        tag = el.tag.lower()
+        if tag in _STORAGE_DROP:
+            el.drop_tree()
+            continue
+        tag = _STORAGE_RENAME.get(tag, tag)
+        href = el.get("href", "") if tag == "a" else ""
+        el.attrib.clear()
+        if tag not in _STORAGE_ELEMENTS or (tag == "a" and not href.startswith(("http://", "https://", "mailto:"))):
+            el.drop_tag()  # keep the text (a Liquid page link has no target left)
+            continue
+        el.tag = tag
+        if href:
+            el.set("href", href)
+    tidy_markdown_residue(root)
+    for el in list(root.iter()):  # comments and processing instructions have no place in a page body
+        if not isinstance(el.tag, str) and el.getparent() is not None:
+            el.drop_tree()
+    lead = html.escape(root.text or "", quote=False)
+    body = lead + "".join(etree.tostring(child, encoding="unicode", method="xml", with_tail=True) for child in root)
+    return body.strip()
+
+
+def validate_storage(body: str) -> None:
+    """Raise ``lxml.etree.XMLSyntaxError`` unless ``body`` is well-formed storage XHTML."""
+    etree.fromstring(f"<root {_STORAGE_NS}>{body}</root>".encode(), etree.XMLParser(resolve_entities=False))
 
 
 @dataclass
@@ -151,14 +162,14 @@ def build_exports(data_dir: Path, base_url: str, *, limit_per_section: int | Non
                                             _iso(page["last_modified"]), None, RESTRICTED[section][0])  # fmt: skip
                     ex.space_pages[space].append(parent)
             pid = str(20000 + n)
-            ex.pages[pid] = Page(pid, page["title"], space, markdown_to_storage(page["text"]),
+            ex.pages[pid] = Page(pid, clean_title(page["title"]), space, markdown_to_storage(page["text"]),
                                  _iso(page["last_modified"]), parent,
                                  RESTRICTED[section][1] if section in RESTRICTED else None)  # fmt: skip
             ex.space_pages[space].append(pid)
     tools = [r for r in by_section.get("tools", [])][:GLOBEX_PAGES]
     for n, page in tools:
         pid = str(30000 + n)
-        ex.pages[pid] = Page(pid, page["title"], "GLOBEX", markdown_to_storage(page["text"]),
+        ex.pages[pid] = Page(pid, clean_title(page["title"]), "GLOBEX", markdown_to_storage(page["text"]),
                              _iso(page["last_modified"]))  # fmt: skip
         ex.space_pages["GLOBEX"].append(pid)
     for i, name in enumerate(SEC_FILES):

@@ -64,7 +64,7 @@
     this.id = "t" + turnCount;
     this.question = question;
     this.evidence = {};
-    this.order = []; // evidence ids in first-citation order -> marker numbers
+    this.order = []; // source keys (one per document) in first-citation order -> marker numbers
     this.quotes = {};
     this.plan = null;
     this.claims = [];
@@ -116,10 +116,17 @@
     });
   };
 
+  // Passages of one document share one entry (and one marker) in the sources panel.
+  Turn.prototype.sourceKey = function (evidenceId) {
+    var e = this.evidence[evidenceId];
+    return e && e.document_id !== undefined && e.document_id !== null ? "doc:" + e.document_id : "ev:" + evidenceId;
+  };
+
   Turn.prototype.markerFor = function (evidenceId) {
-    var n = this.order.indexOf(evidenceId);
+    var key = this.sourceKey(evidenceId);
+    var n = this.order.indexOf(key);
     if (n === -1) {
-      this.order.push(evidenceId);
+      this.order.push(key);
       n = this.order.length - 1;
       this.addSource(evidenceId, n + 1);
     }
@@ -140,7 +147,7 @@
     li.appendChild(meta);
     // Filled with the exact quotes the claims cite (below); the passage start until then.
     var bq = el("blockquote", { className: "quote" }, (e.text || e.snippet || "").slice(0, 300));
-    this.quotes[evidenceId] = { node: bq, seen: [] };
+    this.quotes[this.sourceKey(evidenceId)] = { node: bq, seen: [] };
     li.appendChild(bq);
     li.appendChild(this.flagControl({ evidence_id: evidenceId }, "source " + n));
     this.sourceList.appendChild(li);
@@ -159,7 +166,7 @@
     if (claim.view) li.appendChild(el("span", { className: "view-label" }, " (" + claim.view + ")"));
     (claim.citations || []).forEach(function (c) {
       var n = self.markerFor(c.evidence_id);
-      var q = self.quotes[c.evidence_id];
+      var q = self.quotes[self.sourceKey(c.evidence_id)];
       if (q && c.quote && q.seen.indexOf(c.quote) === -1) {
         q.seen.push(c.quote);
         q.node.textContent = q.seen.map(function (x) { return "“" + x + "”"; }).join(" … ");
@@ -264,7 +271,9 @@
     var self = this;
     if (!conflict || !conflict.pairs || !conflict.pairs.length) return;
     var box = el("div", { className: "conflict", role: "note" });
-    box.appendChild(el("strong", null, "The sources disagree. "));
+    // Statements scoped to different versions do not disagree: each is labelled with its version.
+    var scoped = conflict.status === "scoped";
+    box.appendChild(el("strong", null, scoped ? "The sources describe different versions. " : "The sources disagree. "));
     if (conflict.statement) box.appendChild(el("span", null, conflict.statement));
     var ul = el("ul");
     conflict.pairs.forEach(function (pair) {

@@ -229,8 +229,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "1"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "1")
+    assert writer_release() == {"name": "extractive", "version": "2"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "2")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -244,3 +244,76 @@ def test_a_passage_window_that_starts_mid_sentence_does_not_yield_its_fragment()
     evidence = [dataclasses.replace(make_evidence("E", text), char_start=120, char_end=120 + len(text))]
     claims = ExtractiveWriter().write(make_plan("audit logs retained"), evidence)
     assert [c.text for c in claims] == ["Audit logs can be exported by admins."]
+
+
+# ---- write like an answer ------------------------------------------------------------------
+
+PPL_PAGE = (
+    "Paid parental leave\n"
+    "How much paid parental leave do I get?\n"
+    "- [Book your flight or\n"
+    "- Leave policies\n"
+    "You are entitled to 12 weeks of paid parental leave after the birth or placement of a child.\n"
+    'Read the **leave** guide in {% slack_channel "leave" %} first.\n'
+    "Parental leave | 12 weeks | paid\n"
+    "Before you start, you should:\n"
+    "Paid parental leave is available to employees with 12 months of federal service.\n"
+    "You are entitled to 12 weeks of paid parental leave after a birth or placement."
+)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reason"),
+    [
+        ("How much paid parental leave do I get?", "question"),
+        ("[Book your flight or", "markup"),
+        ("Book your flight or", "fragment"),
+        ("Leave policies", "label"),
+        ("Travel and Leave Policies for New Staff Members", "label"),
+        ("Read the **leave** guide first.", "markup"),
+        ('See the [guide]({% page "/leave/" %}).', "markup"),
+        ("Parental leave | 12 weeks | paid", "markup"),
+        ("Get set up to travel <em>before</em> onboarding.", "markup"),
+        ("Before you start, you should:", "fragment"),
+        ("The allowance (for travel is 30 days.", "fragment"),
+    ],
+)
+def test_what_cannot_be_a_claim_is_named(sentence: str, reason: str) -> None:
+    from answers.writers.extractive import unfit_reason
+
+    assert unfit_reason(sentence) == reason
+
+
+def test_statements_and_list_items_that_read_as_statements_are_fit() -> None:
+    from answers.writers.extractive import unfit_reason
+
+    assert unfit_reason("You are entitled to 12 weeks of paid parental leave.") is None
+    assert unfit_reason("Bring your laptop and badge to the first day of work") is None
+    assert unfit_reason("Total net sales: $81,797 million, three months ended July 1, 2023.") is None
+
+
+def test_it_leads_with_the_answer_and_drops_questions_fragments_markup_and_repeats() -> None:
+    plan = make_plan("How much paid parental leave do I get?")
+    info: dict[str, object] = {}
+    claims = ExtractiveWriter().write(plan, [make_evidence("ppl", PPL_PAGE)], info=info)
+    texts = [c.text for c in claims]
+    assert texts[0] == "You are entitled to 12 weeks of paid parental leave after the birth or placement of a child."
+    # The second wording of the same entitlement adds nothing; the eligibility sentence does.
+    assert texts[1:] == ["Paid parental leave is available to employees with 12 months of federal service."]
+    for c in claims:
+        assert c.citations[0].quote == c.text
+    # Fragments: the heading, the pipe row (no full stop) and "you should:"; markup: the "[" item and "**".
+    assert info["rejected_sentences"] == {"fragment": 3, "label": 1, "markup": 2, "question": 1}
+
+
+def test_a_labelled_table_row_answers_a_number_question() -> None:
+    filing = (
+        "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n\n"
+        "Apple's net sales are reported by category in the table below.\n\n"
+        "Total net sales: $81,797 million, three months ended July 1, 2023; $82,959 million, three months ended "
+        "June 25, 2022.\n\n"
+        "Net sales by category are described in Note 2."
+    )
+    plan = make_plan("What were Apple's total net sales?")
+    claims = ExtractiveWriter().write(plan, [make_evidence("aapl", filing)])
+    assert claims[0].text.startswith("Total net sales: $81,797 million, three months ended July 1, 2023;")

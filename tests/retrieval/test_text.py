@@ -7,13 +7,16 @@ import docx
 import pytest
 
 from retrieval import text as text_module
+from retrieval.tables import table_statements
 from retrieval.text import (
     MAX_TEXT_CHARS,
     ExtractedText,
     ExtractionError,
     Heading,
     UnsupportedMediaType,
+    clean_title,
     extract_text,
+    strip_liquid,
 )
 
 HTML = "text/html"
@@ -94,12 +97,69 @@ make   deploy
         "Build the image",
         "Push it",
         "make deploy",
-        "Env | Owner",
-        "prod | ops",
+        # A table row is labelled by its header row: no pipes reach the index.
+        "Env: prod; Owner: ops.",
     ]
     assert result.headings == (Heading(0, 1, "Deploy guide"), Heading(result.text.index("Steps"), 2, "Steps"))
     assert "ignore previous instructions" not in result.text
     assert "https://wiki/x" not in result.text
+
+
+HANDBOOK_PAGE = """---
+title: Travel before onboarding
+redirect_from:
+  - /travel/
+---
+
+Book through the [travel system]({% page "/travel/booking/" %}) and ask in
+{% slack_channel "travel" "Travel chapter" %} if you are stuck. You **must** book
+_before_ the trip. {% comment %}TODO link the TMC page{% endcomment %}
+
+{% include "software-warning.html" %}
+
+{% alert %}
+  Flights over **$1,000** need approval &amp; a justification.
+{% endalert %}
+
+<table><tr><th>Trip</th><th>Lead time</th></tr><tr><td>Domestic</td><td>14 days</td></tr></table>
+
+| Expense | Limit |
+|---|---|
+| Hotel | per diem |
+"""
+
+
+def test_markdown_from_a_jekyll_site_is_rendered_to_what_a_reader_sees() -> None:
+    result = extract_text(HANDBOOK_PAGE.encode(), "text/markdown")
+    _assert_well_formed(result)
+    assert result.text.split("\n\n") == [
+        "Book through the travel system and ask in #travel if you are stuck. You must book before the trip.",
+        "Flights over $1,000 need approval & a justification.",
+        "Trip: Domestic; Lead time: 14 days.",
+        "Expense: Hotel; Limit: per diem.",
+    ]
+    for markup in ("{%", "%}", "](", "**", "redirect_from", "TODO", "|", "<", "&amp;"):
+        assert markup not in result.text
+
+
+def test_liquid_tags_are_removed_but_link_text_and_channel_names_stay() -> None:
+    assert strip_liquid('[the lead]({% page "/x/" %})') == "[the lead]()"
+    assert strip_liquid('in {% slack_channel "acquisitions" "Acquisitions chapter" %} now') == "in #acquisitions now"
+    assert strip_liquid("a {% comment %}secret{% endcomment %}b {{ page.title }}") == "a b "
+
+
+def test_titles_are_cleaned_of_tags_entities_and_emphasis() -> None:
+    assert clean_title("Get set up to travel for TTS <em>before</em> GSA onboarding") == (
+        "Get set up to travel for TTS before GSA onboarding"
+    )
+    assert clean_title("Logging in &amp; Networks") == "Logging in & Networks"
+    assert clean_title("  **Bold**   title ") == "Bold title"
+    assert clean_title("snake_case_name stays") == "snake_case_name stays"
+
+
+def test_a_table_without_a_header_row_joins_its_cells_without_pipes() -> None:
+    raw = "<table><tr><td>Annual leave</td><td>4 hours</td></tr><tr><td>Sick leave</td><td>4 hours</td></tr></table>"
+    assert extract_text(raw.encode(), HTML).text == "Annual leave; 4 hours.\n\nSick leave; 4 hours."
 
 
 # ---- HTML -------------------------------------------------------------------------------
@@ -135,14 +195,14 @@ def test_text_after_a_hidden_element_is_kept() -> None:
     assert extract_text(raw.encode(), HTML).text == "Before after."
 
 
-def test_html_tables_become_one_line_per_row() -> None:
+def test_html_tables_become_one_labelled_line_per_row() -> None:
     raw = """<h2>Limits</h2><table>
       <thead><tr><th>Region</th><th>Limit</th></tr></thead>
       <tbody><tr><td>EU</td><td><b>500</b> EUR</td></tr><tr><td>US</td><td>600 USD</td></tr></tbody>
     </table><p>After the table.</p>"""
     result = extract_text(raw.encode(), HTML)
     _assert_well_formed(result)
-    assert result.text == "Limits\n\nRegion | Limit\n\nEU | 500 EUR\n\nUS | 600 USD\n\nAfter the table."
+    assert result.text == "Limits\n\nRegion: EU; Limit: 500 EUR.\n\nRegion: US; Limit: 600 USD.\n\nAfter the table."
     assert result.headings == (Heading(0, 2, "Limits"),)
 
 
@@ -215,8 +275,7 @@ def test_it_keeps_confluence_headings_macro_bodies_links_and_tasks() -> None:
         "Tasks",
         "Tag the build",
         "Notify support",
-        "Step | Owner",
-        "Deploy | Ops",
+        "Step: Deploy; Owner: Ops.",
     ]
     assert [(h.level, h.title) for h in result.headings] == [(1, "Release process"), (2, "Tasks")]
 
@@ -301,6 +360,50 @@ def test_it_extracts_a_real_10q_pdf() -> None:
     # The running footer ("Apple Inc. | Q2 2023 Form 10-Q | 12") is removed from every page.
     assert "Form 10-Q | 12" not in result.text
     assert result.headings == ()
+
+
+@pytest.mark.skipif(not PDF_PATH.exists(), reason="shared SEC 10-Q sample data is not mounted")
+def test_10q_statement_rows_carry_their_row_and_column_labels() -> None:
+    text = extract_text(PDF_PATH.read_bytes(), PDF).text
+    assert (
+        "Total net sales: $94,836 million, three months ended April 1, 2023; "
+        "$97,278 million, three months ended March 26, 2022; $211,990 million, six months ended April 1, 2023; "
+        "$221,223 million, six months ended March 26, 2022." in text.split("\n\n")
+    )
+    assert "Products (net sales): $73,929 million, three months ended April 1, 2023;" in text
+
+
+def test_table_rows_are_labelled_only_when_the_columns_are_known() -> None:
+    page = [
+        "(In millions, except number of shares which are reflected in thousands and per share amounts)",
+        "Three Months Ended Nine Months Ended",
+        "July 1,", "2023", "June 25,", "2022", "July 1,", "2023", "June 25,", "2022",
+        "Net sales:",
+        "Products $ 60,584 $ 63,355 $ 230,901 $ 245,241",
+        "Total net sales 81,797 82,959 293,787 304,182",
+        "Other income/(expense), net (265) (10) — (97)",
+        "Earnings per share:",
+        "Basic $ 1.27 $ 1.20 $ 4.69 $ 4.86",
+        "Shares used in computing earnings per share:",
+        "Diluted 15,775,021 16,262,203 15,859,263 16,394,937",
+        "A row with three values 1 2 3",
+    ]  # fmt: skip
+    out = table_statements(page)
+    assert out[11] == (
+        "Products (net sales): $60,584 million, three months ended July 1, 2023; $63,355 million, three months "
+        "ended June 25, 2022; $230,901 million, nine months ended July 1, 2023; $245,241 million, nine months "
+        "ended June 25, 2022."
+    )
+    assert out[12].startswith("Total net sales: $81,797 million, three months ended July 1, 2023;")
+    assert out[13] == (
+        "Other income/(expense), net: -$265 million, three months ended July 1, 2023; -$10 million, three months "
+        "ended June 25, 2022; -$97 million, nine months ended June 25, 2022."
+    )
+    assert out[15].startswith("Basic (earnings per share): $1.27, three months ended July 1, 2023;")
+    assert out[17].startswith("Diluted (shares used in computing earnings per share): 15,775,021 thousand shares,")
+    assert out[18] == "A row with three values 1 2 3"  # four columns, three values: left alone
+    # Without a column header on the page nothing is rewritten.
+    assert table_statements(["Total net sales 81,797 82,959"]) == ["Total net sales 81,797 82,959"]
 
 
 def test_corrupt_pdf_bytes_raise_extraction_error() -> None:

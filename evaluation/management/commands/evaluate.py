@@ -6,7 +6,9 @@ Writes ``<out>/<suite>/<UTC stamp>/<suite>.{json,md}`` + PNG plots and copies th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -32,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--split", default="dev", choices=("dev", "train"), help="verifier: SciFact claims split")
         parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
         parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
+        # Answer-producing suites (answers, conflicts, correctness): which writer is measured.
+        parser.add_argument("--writer", default="default", choices=("default", "extractive", "openai_compatible"),
+                            help="writer to measure (default: each tenant's configured writer)")  # fmt: skip
+        parser.add_argument("--writer-url", default=None, help="openai_compatible: endpoint (…/v1)")
+        parser.add_argument("--writer-model", default="local", help="openai_compatible: model name")
+        parser.add_argument("--writer-key-env", default="", help="openai_compatible: env variable holding the key")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         suite = opts["suite"]
@@ -41,11 +49,38 @@ class Command(BaseCommand):
         module = importlib.import_module(f"evaluation.suites.{suite}")
         from evaluation.report import write
 
-        result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
-                            fresh=opts["fresh"], split=opts["split"], judge_url=opts["judge_url"],
-                            judge_model=opts["judge_model"])  # fmt: skip
+        with _writer_for_run(opts):
+            result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
+                                fresh=opts["fresh"], split=opts["split"], judge_url=opts["judge_url"],
+                                judge_model=opts["judge_model"])  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         files = write(result, command, out)
         self.stdout.write(result.markdown)
         for kind, path in files.items():
             self.stdout.write(f"{kind}: {path}")
+
+
+def _writer_for_run(opts: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
+    """The writer the run measures, installed for its duration (``answers.writers.evaluated_writer``)."""
+    from answers.writers import evaluated_writer
+
+    choice = opts.get("writer") or "default"
+    if choice == "default":
+        return contextlib.nullcontext()
+    if choice == "extractive":
+        from answers.writers.extractive import ExtractiveWriter
+
+        return evaluated_writer(ExtractiveWriter())
+    if not opts.get("writer_url"):
+        raise CommandError(
+            "--writer openai_compatible needs --writer-url (an OpenAI-compatible endpoint, …/v1); none is configured"
+        )
+    from answers.writers.openai_compat import OpenAICompatibleWriter
+
+    key = os.environ.get(opts["writer_key_env"], "") if opts.get("writer_key_env") else ""
+    try:
+        writer = OpenAICompatibleWriter(opts["writer_url"], opts["writer_model"], key,
+                                        timeout=float(settings.CAIRN["WRITER_TIMEOUT_SECONDS"]))  # fmt: skip
+    except ValueError as exc:
+        raise CommandError(f"--writer-url: {exc}") from exc
+    return evaluated_writer(writer)

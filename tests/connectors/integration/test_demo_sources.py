@@ -100,3 +100,17 @@ def test_the_demo_exports_sync_through_the_connectors_with_the_demo_permissions(
     lib = {name: _found(cast.tokens[name], "Apple iPhone net sales", library) for name in ("alice", "bob", "carol")}
     assert lib == {"alice": set(library), "bob": set(), "carol": set(library)}
     assert table(cast, {**wiki, **library}, ("mallory",)) == {"mallory": set()}
+
+    # Raw markup never reaches indexed text or titles (Markdown, Liquid, HTML tags, entities, table pipes),
+    # and the filing's statement rows arrive labelled.
+    from retrieval.models import Chunk
+    from tests.connectors.integration.test_demo_markup_guard import markup_in
+
+    with tenant_context(tenant):
+        chunks = list(
+            Chunk.objects.filter(document__in=[*wiki.values(), *library.values()]).values_list("text", flat=True)
+        )
+    assert len(chunks) > 100
+    assert {d.title: markup_in(d.title) for d in {**wiki, **library}.values() if markup_in(d.title)} == {}
+    assert [(markup_in(text), text[:120]) for text in chunks if markup_in(text)] == []
+    assert any("Total net sales: $81,797 million, three months ended July 1, 2023" in text for text in chunks)

@@ -1,0 +1,157 @@
+"""Financial-statement table rows (SEC 10-Q PDFs) as readable statements, rendered once at ingestion.
+
+A PDF has no table markup: a statement of operations reaches us as one paragraph per line, e.g.::
+
+    Three Months Ended Nine Months Ended
+    July 1, | 2023 | June 25, | 2022 | July 1, | 2023 | June 25, | 2022     (one paragraph each)
+    Total net sales 81,797 82,959 293,787 304,182
+
+A row like the last one answers nothing on its own: the reader (and the writer) cannot tell which
+number belongs to which period.  ``table_statements`` tracks the column header and the unit line
+of the page ("(In millions, except ...)") and rewrites each row whose value count matches the
+columns into a statement that carries its row and column labels::
+
+    Total net sales: $81,797 million, three months ended July 1, 2023; $82,959 million, three months
+    ended June 25, 2022; ...
+
+Rows it cannot label with certainty (no header seen on the page, value count differs from the
+column count, merged lines) are left exactly as they were.  Pure: no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_MONTH_DAY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}}),?")
+_YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
+_GROUP = re.compile(r"\b(Three|Six|Nine|Twelve)\s+Months\s+Ended\b", re.IGNORECASE)
+# A header paragraph holds nothing but period words, month names, days, years and commas.
+_HEADER_TOKEN = re.compile(rf"^(?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended|{_MONTH}|\d{{1,2}},?|(?:19|20)\d{{2}}|,)$")
+_UNIT = re.compile(r"\(\s*in\s+(millions|thousands|billions)\b([^)]*)", re.IGNORECASE)
+_VALUE = re.compile(r"^(?:\(?\$?\(?[\d,]*\d(?:\.\d+)?\)?%?|—|–|-)$")
+_UNIT_WORD = {"millions": "million", "thousands": "thousand", "billions": "billion"}
+
+
+def _is_header(paragraph: str) -> bool:
+    words = re.findall(r"(?:Three|Six|Nine|Twelve)\s+Months\s+Ended|\S+", paragraph, flags=re.IGNORECASE)
+    return bool(words) and all(_HEADER_TOKEN.match(w) for w in words)
+
+
+def _columns(header: Sequence[str]) -> list[str]:
+    joined = " ".join(header)
+    groups = [g.lower() + " months ended" for g in _GROUP.findall(joined)]
+    rest = _GROUP.sub(" ", joined)
+    days = _MONTH_DAY.findall(rest)
+    years = _YEAR.findall(_MONTH_DAY.sub(" ", rest))
+    if len(days) < 2 or len(days) != len(years):
+        return []
+    dates = [f"{month} {day}, {year}" for (month, day), year in zip(days, years, strict=True)]
+    if groups:
+        if len(dates) % len(groups):
+            return []
+        per = len(dates) // len(groups)
+        return [f"{groups[i // per]} {d}" for i, d in enumerate(dates)]
+    return dates
+
+
+def _split_row(paragraph: str) -> tuple[str, list[str]] | None:
+    """``"Total net sales 81,797 82,959"`` -> ``("Total net sales", ["81,797", "82,959"])``."""
+    words = paragraph.split()
+    values: list[str] = []
+    i = len(words)
+    while i > 0 and (words[i - 1] == "$" or _VALUE.match(words[i - 1])):
+        i -= 1
+    label = " ".join(words[:i]).strip()
+    tail = words[i:]
+    pending_dollar = False
+    for w in tail:
+        if w == "$":
+            pending_dollar = True
+            continue
+        values.append(("$" if pending_dollar and not w.startswith("$") else "") + w)
+        pending_dollar = False
+    if not label or not re.search(r"[A-Za-z]", label) or label.endswith("$") or not values:
+        return None
+    return label, values
+
+
+def _render_value(raw: str, unit: str, shares: bool, per_share: bool) -> str | None:
+    if raw in ("—", "–", "-"):
+        return None  # a dash is "none" in these statements; saying "$— million" helps no one
+    negative = raw.startswith("(") or raw.endswith(")")
+    number = raw.strip("()$")
+    if number.startswith("$"):
+        number = number[1:]
+    percent = number.endswith("%")
+    if percent:
+        return ("-" if negative else "") + number
+    has_dollar = "$" in raw
+    decimal = "." in number
+    sign = "-" if negative else ""
+    if shares:
+        return f"{sign}{number} {unit} shares" if unit else f"{sign}{number} shares"
+    if per_share or (decimal and has_dollar):
+        return f"{sign}${number}"
+    return f"{sign}${number} {unit}" if unit else f"{sign}${number}"
+
+
+def table_statements(paragraphs: Sequence[str]) -> list[str]:
+    """The page's paragraphs with labelled table rows rewritten as statements (see module doc)."""
+    out: list[str] = []
+    columns: list[str] = []
+    header: list[str] = []
+    unit = ""
+    unit_note = ""
+    section = ""
+    for para in paragraphs:
+        unit_match = _UNIT.search(para) if len(para) < 200 else None
+        if unit_match:
+            unit, unit_note = _UNIT_WORD[unit_match.group(1).lower()], unit_match.group(2).lower()
+            columns, header, section = [], [], ""
+            out.append(para)
+            continue
+        if _is_header(para):
+            header.append(para)
+            found = _columns(header)
+            if found:
+                columns = found
+            out.append(para)
+            continue
+        header = []
+        if len(para) > 150 and para.endswith(".") or para.startswith("See accompanying"):
+            columns, section = [], ""  # prose: the table (and its header) has ended
+        row = _split_row(para) if columns else None
+        if row is None or len(row[1]) != len(columns):
+            if columns and para.endswith(":") and not re.search(r"\d", para) and len(para) < 80:
+                section = para[:-1].strip()
+            out.append(para)
+            continue
+        label, values = row
+        context = f"{section} {label}".lower()
+        per_share = "per share" in context and "shares used" not in context and "average shares" not in context
+        shares = not per_share and ("shares" in context or "share count" in context)
+        share_unit = ""
+        if shares:
+            # "(In millions, except number of shares which are reflected in thousands ...)"
+            note = re.search(r"shares[^,)]*?in\s+(millions|thousands)", unit_note)
+            share_unit = _UNIT_WORD[note.group(1)] if note else unit
+        parts = []
+        for raw, column in zip(values, columns, strict=True):
+            rendered = _render_value(raw, share_unit if shares else unit, shares, per_share)
+            if rendered is not None:
+                parts.append(f"{rendered}, {column}")
+        if not parts:
+            out.append(para)
+            continue
+        name = label
+        if section and not label.lower().startswith("total"):
+            name = f"{label} ({section[:1].lower() + section[1:]})"
+        if label.lower().startswith("total"):
+            section = ""
+        out.append(f"{name}: " + "; ".join(parts) + ".")
+    return out
+
+
+__all__ = ["table_statements"]
