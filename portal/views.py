@@ -24,6 +24,7 @@ from retrieval.permissions import PermissionContext, permission_context
 from tenants.access import portal_view
 from tenants.auth import SESSION_MEMBERSHIP_KEY
 from tenants.models import Membership
+from tenants.sso_policy import password_login_allowed
 
 SOURCE_SYSTEMS = (("confluence", "Confluence"), ("sharepoint", "SharePoint"), ("slack", "Slack"), ("upload", "Upload"))
 MAX_CONTAINER_OPTIONS = 200
@@ -36,8 +37,13 @@ def login_view(request: HttpRequest) -> HttpResponse:
         user = authenticate(request, username=request.POST.get("username", ""),
                             password=request.POST.get("password", ""))  # fmt: skip
         membership = (
-            Membership.objects.filter(user=user).select_related("tenant").order_by("pk").first() if user else None
+            Membership.objects.filter(user=user, active=True).select_related("tenant").order_by("pk").first()
+            if user
+            else None
         )
+        if user is not None and membership is not None and not password_login_allowed(membership):
+            # The tenant turned local passwords off for members: same answer as a wrong password.
+            user = membership = None
         if user is not None and membership is not None:
             login(request, user)
             request.session[SESSION_MEMBERSHIP_KEY] = membership.pk
