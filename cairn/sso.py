@@ -17,7 +17,7 @@ library) verifies the signature against the provider's JWKS.  What this module a
   by SCIM or an admin): sign-in never creates an account, and a subject bound once cannot be
   re-bound by another subject presenting the same address.
 
-Every outbound call uses the hardened HTTP session's adapters (cairn/http.py): the issuer is
+Every outbound call uses the hardened HTTP session's adapters (core/http.py): the issuer is
 admin-supplied, so only https to public addresses, unless the operator allowed the host
 (``CAIRN_SSO_ALLOWED_HOSTS``, host:port entries).
 """
