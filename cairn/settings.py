@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "evaluation",
     "devtools",
     "cairn",
+    "drf_spectacular_sidecar",
 ]
 
 MIDDLEWARE = [
@@ -136,6 +137,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     # The API parses JSON only (REST_FRAMEWORK above).
     "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
+    # Swagger UI's files come from the drf-spectacular-sidecar package via /static/ (no CDN: CSP 'self').
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # Celery: the broker is the same Redis; tasks are acknowledged after they ran
@@ -214,6 +218,11 @@ CAIRN = {
     "DEMO_SOURCE_PORT": env_int("CAIRN_DEMO_SOURCE_PORT", 8765, minimum=1),
 }
 CREDENTIALS_KEY = env_str("CAIRN_CREDENTIALS_KEY", "")
+# Single sign-on (cairn/sso.py): issuer hosts (host:port) the operator lets tenants use over plain http or on a
+# private address (a lab IdP); tenants' issuers otherwise must be https on public addresses.
+CAIRN["SSO_ALLOWED_HOSTS"] = env_list("CAIRN_SSO_ALLOWED_HOSTS", [])
+# An unknown signing key id refetches the provider's JWKS (key rotation) at most this often per issuer.
+CAIRN["SSO_JWKS_MIN_REFRESH_SECONDS"] = env_int("CAIRN_SSO_JWKS_MIN_REFRESH_SECONDS", 30, minimum=0)
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

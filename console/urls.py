@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import views
+from console import identity, views
 
 urlpatterns = [
     path("", views.home, name="console-home"),
@@ -20,4 +20,5 @@ urlpatterns = [
     path("quality/", views.quality, name="console-quality"),
     path("quality/files/<str:name>", views.quality_file, name="console-quality-file"),
     path("platform/", views.platform, name="console-platform"),
+    path("tokens/", identity.tokens, name="console-tokens"),
 ]

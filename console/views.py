@@ -47,6 +47,8 @@ NAV = [
     ("audit", "Audit log", "console-audit"),
     ("feedback", "Feedback", "console-feedback"),
     ("quality", "Quality", "console-quality"),
+    ("tokens", "API tokens", "console-tokens"),
+    ("sso", "Single sign-on", "console-sso"),
 ]
 
 

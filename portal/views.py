@@ -30,6 +30,9 @@ from tenants.context import tenant_context
 from tenants.models import Membership, User
 
 log = logging.getLogger(__name__)
+from tenants.auth import SESSION_MEMBERSHIP_KEY
+from tenants.models import Membership
+from tenants.sso_policy import password_login_allowed
 
 SOURCE_SYSTEMS = (("confluence", "Confluence"), ("sharepoint", "SharePoint"), ("slack", "Slack"), ("upload", "Upload"))
 MAX_CONTAINER_OPTIONS = 200
@@ -97,8 +100,13 @@ def login_view(request: HttpRequest) -> HttpResponse:
             # AxesMiddleware swaps this for login_locked_out's answer (which writes the audit row).
             return render(request, "login.html", {"error": LOCKED_OUT}, status=429)
         membership = (
-            Membership.objects.filter(user=user).select_related("tenant").order_by("pk").first() if user else None
+            Membership.objects.filter(user=user, active=True).select_related("tenant").order_by("pk").first()
+            if user
+            else None
         )
+        if user is not None and membership is not None and not password_login_allowed(membership):
+            # The tenant turned local passwords off for members: same answer as a wrong password.
+            user = membership = None
         if user is not None and membership is not None:
             login(request, user)
             request.session[SESSION_MEMBERSHIP_KEY] = membership.pk

@@ -87,9 +87,11 @@ def intern_acl(clauses: object) -> AclSet:
 
 def user_principals(user: User) -> frozenset[str]:
     tenant_id = require_tenant_id()
-    if not Membership.objects.filter(tenant_id=tenant_id, user=user).exists():
+    membership = Membership.objects.filter(tenant_id=tenant_id, user=user, active=True).first()
+    if membership is None:
         return frozenset()
-    own: set[str] = {"public:tenant"}
+    # scim:user:<membership> is how SCIM-provisioned groups name their members (cairn/scim.py).
+    own: set[str] = {"public:tenant", f"scim:user:{membership.pk}"}
     if user.email and user.email_verified:
         own.add(f"user:{user.email.strip().lower()}")
     own.update(ExternalIdentity.objects.filter(user=user, deactivated=False).values_list("principal", flat=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import transaction
 
 from tenants.audit import Actor, do_record_audit_event
@@ -45,8 +47,14 @@ def do_add_member(tenant: Tenant, user: User, *, role: str = Membership.Role.MEM
     return membership
 
 
-def do_create_api_token(membership: Membership, name: str = "api") -> str:
-    """Create a token and return the clear key (shown once, stored hashed)."""
+def do_create_api_token(membership: Membership, name: str = "api", *, scope: str = ApiToken.Scope.ADMIN,
+                        expires_at: datetime | None = None) -> str:  # fmt: skip
+    """Create a token and return the clear key (shown once, stored hashed).
+
+    The unaudited set-up path (fixtures, benchmarks, shell); people make tokens through
+    ``tenants.tokens.do_create_personal_token``, which validates and audits.
+    """
     prefix, key = ApiToken.new_key()
-    ApiToken.objects.create(membership=membership, name=name, prefix=prefix, key_hash=ApiToken.hash_key(key))
+    ApiToken.objects.create(membership=membership, name=name, prefix=prefix, key_hash=ApiToken.hash_key(key),
+                            scope=scope, expires_at=expires_at)  # fmt: skip
     return key

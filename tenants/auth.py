@@ -26,14 +26,44 @@ class TenantPrincipal:
     membership_id: int
     role: str
     via: str  # "token" | "session"
+    # A token's scope (ApiToken.Scope); sessions carry "admin": the membership's role decides alone.
+    scope: str = "admin"
 
     @property
     def is_admin(self) -> bool:
-        return self.role == Membership.Role.ADMIN
+        # A read-scoped token of an admin is not an admin credential (fails closed everywhere is_admin is asked).
+        return self.role == Membership.Role.ADMIN and self.scope == ApiToken.Scope.ADMIN
+
+    @property
+    def lacks_admin_scope(self) -> bool:
+        """An admin's membership behind a token that was scoped down (the 403 then says why)."""
+        return self.role == Membership.Role.ADMIN and self.scope != ApiToken.Scope.ADMIN
 
 
-def principal_for_membership(membership: Membership, via: str) -> TenantPrincipal:
-    return TenantPrincipal(membership.tenant_id, membership.pk, membership.role, via)
+def principal_for_membership(membership: Membership, via: str, scope: str = "admin") -> TenantPrincipal:
+    return TenantPrincipal(membership.tenant_id, membership.pk, membership.role, via, scope)
+
+
+class TokenRejected(exceptions.AuthenticationFailed):
+    """A 401 with a machine-readable code (core.errors.exception_handler reads ``error_code``)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.error_code = code
+
+
+def find_live_token(key: str) -> ApiToken | None:
+    """The unrevoked token with this key, its owner active; ``TokenRejected`` when it has expired."""
+    token = (
+        ApiToken.objects.select_related("membership__user", "membership__tenant")
+        .filter(key_hash=ApiToken.hash_key(key), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or not token.membership.user.is_active or not token.membership.active:
+        return None
+    if token.expires_at is not None and token.expires_at <= timezone.now():
+        raise TokenRejected("token_expired", "This token has expired.")
+    return token
 
 
 class TenantTokenAuthentication(authentication.BaseAuthentication):
@@ -49,15 +79,12 @@ class TenantTokenAuthentication(authentication.BaseAuthentication):
             key = header[1].decode()
         except UnicodeError:
             raise exceptions.AuthenticationFailed("Malformed token.") from None
-        token = (
-            ApiToken.objects.select_related("membership__user")
-            .filter(key_hash=ApiToken.hash_key(key), revoked_at__isnull=True)
-            .first()
-        )
-        if token is None or not token.membership.user.is_active:
+        token = find_live_token(key)
+        # A SCIM provisioning token opens /scim/v2 only (tenants/scim.py), never the REST API.
+        if token is None or token.scope == ApiToken.Scope.SCIM:
             raise exceptions.AuthenticationFailed("Invalid token.")
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-        return token.membership.user, principal_for_membership(token.membership, "token")
+        return token.membership.user, principal_for_membership(token.membership, "token", token.scope)
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
@@ -79,4 +106,5 @@ def session_membership(request: Any, user: User) -> Membership | None:
     membership_id = request.session.get(SESSION_MEMBERSHIP_KEY)
     if membership_id is None:
         return None
-    return Membership.objects.filter(pk=membership_id, user=user).first()
+    # An inactive (deprovisioned) membership ends the session on its next request.
+    return Membership.objects.filter(pk=membership_id, user=user, active=True).first()

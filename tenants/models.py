@@ -42,8 +42,24 @@ class Membership(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(default=timezone.now)
 
+    # SCIM provisioning (cairn/scim.py): a membership is the tenant's SCIM User resource.  Deactivation is
+    # per tenant (the User row is shared by every tenant the person belongs to): an inactive membership
+    # authenticates nowhere and resolves no permissions.
+    active = models.BooleanField(default=True)
+    scim_user_name = models.CharField(max_length=300, blank=True, default="")
+    scim_external_id = models.CharField(max_length=300, blank=True, default="")
+    scim_resource = models.JSONField(default=dict, blank=True)  # the attributes the IdP sent, echoed back
+    # OpenID Connect: the provider's stable subject, bound at the first verified sign-in (cairn/sso.py).
+    sso_subject = models.CharField(max_length=300, blank=True, default="")
+
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["tenant", "user"], name="uniq_membership")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "user"], name="uniq_membership"),
+            models.UniqueConstraint(
+                fields=["tenant", "scim_user_name"], condition=~models.Q(scim_user_name=""),
+                name="uniq_membership_scim_user_name",
+            ),
+        ]  # fmt: skip
 
     @property
     def is_admin(self) -> bool:
@@ -64,6 +80,25 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Scope(models.TextChoices):
+        # read: search and answers only; admin: whatever the membership's role allows;
+        # scim: the tenant's provisioning endpoint (/scim/v2) and nothing else.
+        READ = "read"
+        ADMIN = "admin"
+        SCIM = "scim"
+
+    # "admin" by default so tokens made before scopes existed keep the rights they had.
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.ADMIN)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def status(self) -> str:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= timezone.now():
+            return "expired"
+        return "active"
+
     @staticmethod
     def hash_key(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
@@ -81,6 +116,9 @@ class Group(TenantScopedModel):
     display_name = models.CharField(max_length=300, blank=True)
     source_kind = models.CharField(max_length=32, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # SCIM-provisioned groups (source_kind "scim"): the IdP's externalId (Entra: the group's object id).
+    scim_external_id = models.CharField(max_length=300, blank=True, default="")
+    scim_resource = models.JSONField(default=dict, blank=True)  # other attributes the IdP sent, echoed back
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "principal"], name="uniq_group_principal")]
@@ -105,6 +143,7 @@ class ExternalIdentity(TenantScopedModel):
         NONE = ""
         EMAIL = "verified_email"
         ADMIN = "admin"
+        SSO = "sso"  # the tenant's identity provider asserted the object id at sign-in
 
     principal = models.CharField(max_length=300)  # e.g. "slack:user:U123"
     email = models.EmailField(blank=True)
@@ -189,3 +228,26 @@ class Feedback(TenantScopedModel):
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "created_at"])]
+
+
+class TenantSso(models.Model):
+    """A tenant's OpenID Connect provider (Entra ID, Okta, Google, any conforming OP).
+
+    Read before a tenant is known (the sign-in starts from the tenant's slug), so, like Tenant, no RLS;
+    it holds no source content.  The client secret is Fernet-encrypted (core.crypto).
+    """
+
+    class Passwords(models.TextChoices):
+        ALL = "all"  # local passwords for everyone (demo)
+        ADMINS = "admins"  # break-glass: only tenant admins may still use a local password
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="sso")
+    enabled = models.BooleanField(default=True)
+    issuer = models.URLField(max_length=500)
+    client_id = models.CharField(max_length=300)
+    client_secret_encrypted = models.TextField(blank=True)
+    allowed_email_domains = models.JSONField(default=list)
+    # Entra ID: the directory (tenant) id every token's ``tid`` must equal; empty for other providers.
+    entra_tenant_id = models.CharField(max_length=64, blank=True, default="")
+    local_passwords = models.CharField(max_length=16, choices=Passwords.choices, default=Passwords.ALL)
+    updated_at = models.DateTimeField(default=timezone.now)

@@ -10,6 +10,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from core.errors import ApiError
 from tenants.audit import Actor
 from tenants.auth import TenantPrincipal
 from tenants.context import tenant_context
@@ -34,6 +35,9 @@ class TenantAPIView(APIView):
         principal = request.auth
         if not isinstance(principal, TenantPrincipal):
             raise exceptions.NotAuthenticated()
+        if self.admin_only and principal.lacks_admin_scope:
+            raise ApiError("insufficient_scope", "This token's scope is read; admin endpoints need an admin token.",
+                           http_status=403)  # fmt: skip
         if self.admin_only and not principal.is_admin:
             raise exceptions.PermissionDenied("Tenant admins only.")
         self._tenant_stack.enter_context(tenant_context(principal.tenant_id))

@@ -103,7 +103,29 @@ MATRIX: dict[str, Route] = {
     "console-quality": Route("console", path=_p("console/quality/")),
     "console-quality-file": Route("console", path=_p("console/quality/files/nothing-here.json")),
     "console-platform": Route("operator", path=_p("console/platform/")),
+    "api-docs": Route("portal", path=_p("api/v1/docs")),
+    "portal-tokens": Route("portal", path=_p("tokens/")),
+    "console-tokens": Route("console", path=_p("console/tokens/")),
+    "console-sso": Route("console", path=_p("console/sso/")),
+    # SCIM: only a provisioning token (scope scim) of the tenant's admin opens these; REST tokens do not.
+    "scim-spc": Route("scim", path=_p("scim/v2/ServiceProviderConfig")),
+    "scim-resource-types": Route("scim", path=_p("scim/v2/ResourceTypes")),
+    "scim-resource-type": Route("scim", path=_p("scim/v2/ResourceTypes/User")),
+    "scim-schemas": Route("scim", path=_p("scim/v2/Schemas")),
+    "scim-schema": Route("scim", path=_p("scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User")),
+    "scim-search": Route("scim", "post", _p("scim/v2/.search"), {}),
+    "scim-users-search": Route("scim", "post", _p("scim/v2/Users/.search"), {}),
+    "scim-groups-search": Route("scim", "post", _p("scim/v2/Groups/.search"), {}),
+    "scim-users": Route("scim", path=_p("scim/v2/Users")),
+    "scim-user": Route("scim", path=_p("scim/v2/Users/{scim_user}")),
+    "scim-groups": Route("scim", path=_p("scim/v2/Groups")),
+    "scim-group": Route("scim", path=_p("scim/v2/Groups/{scim_group}")),
+    "scim-not-found": Route("scim", path=_p("scim/v2/Nothing/here")),
+    # SSO: public by nature; without a configured tenant or a pending sign-in they refuse with a 400.
+    "sso-start": Route("sso", path=_p("sso/start?tenant=no-such-tenant")),
+    "sso-callback": Route("sso", path=_p("sso/callback?code=x&state=y")),
 }
+SCIM_ID_ROUTES = {"scim-user", "scim-group"}
 
 ID_ROUTES = {"api-admin-alias", "api-connector", "api-connector-status", "api-connector-test", "api-connector-sync",
              "api-connector-pause", "api-connector-resume", "api-connector-webhook", "api-connector-subscriptions",
@@ -146,7 +168,27 @@ def world(cast):
     with tenant_context(cast.tenant_a.pk):
         do_set_group_members("confluence:group:matrix", ["confluence:user:x"], display_name=f"group {MARKER}")
         group_id = Group.objects.get(principal="confluence:group:matrix").pk
+    from tenants.tokens import do_create_scim_token
+
+    scim_tokens = {}
+    for who, user in (("alice", cast.alice), ("mallory", cast.mallory)):
+        m = Membership.objects.get(user=user)
+        with tenant_context(m.tenant_id):
+            scim_tokens[who] = do_create_scim_token(m, name="matrix").key
+    scim_user = Client().post("/scim/v2/Users", {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+                                                 "userName": f"{MARKER.lower()}-{uuid.uuid4().hex[:6]}"},
+                              content_type="application/scim+json",
+                              HTTP_AUTHORIZATION=f"Bearer {scim_tokens['alice']}")  # fmt: skip
+    assert scim_user.status_code == 201, scim_user.content
+    scim_group = Client().post("/scim/v2/Groups", {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+                                                   "displayName": f"SCIM {MARKER}"},
+                               content_type="application/scim+json",
+                               HTTP_AUTHORIZATION=f"Bearer {scim_tokens['alice']}")  # fmt: skip
+    assert scim_group.status_code == 201, scim_group.content
     ids = {
+        "scim_user": scim_user.json()["id"],
+        "scim_group": scim_group.json()["id"],
+        "scim_tokens": scim_tokens,
         "alias": alias.json().get("id"),
         "connector": connector_id,
         "group": group_id,
@@ -234,6 +276,31 @@ def test_each_url_denies_and_allows_the_right_principals(world, name) -> None:
         if route.method == "get":
             alice = call(api_client(cast.tokens["alice"]), route, ids)
             assert alice.status_code == 200, (name, alice.content[:300])
+    elif route.kind == "sso":
+        for client in (Client(), session_client(cast.mallory)):
+            resp = call(client, route, ids)
+            assert resp.status_code == 400, (name, resp.status_code)
+            assert_no_leak(resp, f"{name} stranger")
+        assert counts(cast.tenant_a.pk) == before
+    elif route.kind == "scim":
+
+        def scim_call(token: str | None) -> Any:
+            headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+            if route.method == "post":
+                return Client().post(route.path(ids), route.body, content_type="application/scim+json", **headers)
+            return Client().get(route.path(ids), **headers)
+
+        for who, token in (("anonymous", None), ("bob", cast.tokens["bob"]), ("alice-rest", cast.tokens["alice"])):
+            denied = scim_call(token)
+            assert denied.status_code == 401, (name, who)
+            assert_no_leak(denied, f"{name} {who}")
+        mallory = scim_call(ids["scim_tokens"]["mallory"])
+        if name in SCIM_ID_ROUTES or name == "scim-not-found":
+            assert mallory.status_code == 404, name
+        assert MARKER.encode() not in mallory.content and MARKER.lower().encode() not in mallory.content, name
+        assert counts(cast.tenant_a.pk) == before, f"{name}: a denied request changed tenant A"
+        alice = scim_call(ids["scim_tokens"]["alice"])
+        assert alice.status_code == (404 if name == "scim-not-found" else 200), (name, alice.content[:300])
     elif route.kind == "hook":
         resp = call(Client(), route, ids)
         assert 400 <= resp.status_code < 500, (name, resp.status_code)

@@ -43,8 +43,9 @@ def test_every_table_with_a_tenant_column_is_listed_as_a_tenant_table() -> None:
             "AND table_schema = 'public'"
         )
         with_tenant = {r[0] for r in cur.fetchall()}
-    # Memberships are read to authenticate, before a tenant is known (documented exception).
-    assert with_tenant - {"tenants_membership"} == set(tenant_tables())
+    # Memberships and a tenant's SSO settings are read to authenticate, before a tenant is known
+    # (documented exceptions: tenants/models.py).
+    assert with_tenant - {"tenants_membership", "tenants_tenantsso"} == set(tenant_tables())
 
 
 def test_raw_sql_without_a_tenant_sees_no_rows_and_with_a_tenant_sees_only_its_own(cast) -> None:
