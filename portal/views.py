@@ -28,11 +28,9 @@ from tenants.audit import Actor, do_record_audit_event
 from tenants.auth import SESSION_MEMBERSHIP_KEY, session_membership
 from tenants.context import tenant_context
 from tenants.models import Membership, User
+from tenants.sso_policy import password_login_allowed
 
 log = logging.getLogger(__name__)
-from tenants.auth import SESSION_MEMBERSHIP_KEY
-from tenants.models import Membership
-from tenants.sso_policy import password_login_allowed
 
 SOURCE_SYSTEMS = (("confluence", "Confluence"), ("sharepoint", "SharePoint"), ("slack", "Slack"), ("upload", "Upload"))
 MAX_CONTAINER_OPTIONS = 200
