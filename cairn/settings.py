@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "portal",
     "console",
     "slackbot",
+    "identity",
     "evaluation",
     "devtools",
     "cairn",
@@ -218,7 +219,7 @@ CAIRN = {
     "DEMO_SOURCE_PORT": env_int("CAIRN_DEMO_SOURCE_PORT", 8765, minimum=1),
 }
 CREDENTIALS_KEY = env_str("CAIRN_CREDENTIALS_KEY", "")
-# Single sign-on (cairn/sso.py): issuer hosts (host:port) the operator lets tenants use over plain http or on a
+# Single sign-on (identity/sso.py): issuer hosts (host:port) the operator lets tenants use over plain http or on a
 # private address (a lab IdP); tenants' issuers otherwise must be https on public addresses.
 CAIRN["SSO_ALLOWED_HOSTS"] = env_list("CAIRN_SSO_ALLOWED_HOSTS", [])
 # An unknown signing key id refetches the provider's JWKS (key rotation) at most this often per issuer.

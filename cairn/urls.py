@@ -3,7 +3,7 @@
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from cairn import health, sso
+from cairn import health
 from cairn.api_docs import ApiDocsView
 
 urlpatterns = [
@@ -12,10 +12,8 @@ urlpatterns = [
     path("api/v1/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/docs", ApiDocsView.as_view(), name="api-docs"),
     # Identity (issue 17): SCIM provisioning and OpenID Connect sign-in; the SSO settings page of the console.
-    path("scim/v2/", include("cairn.scim_urls")),
-    path("sso/start", sso.sso_start, name="sso-start"),
-    path("sso/callback", sso.sso_callback, name="sso-callback"),
-    path("console/sso/", sso.console_sso, name="console-sso"),
+    path("scim/v2/", include("identity.scim_urls")),
+    path("", include("identity.urls")),
     path("api/v1/", include("answers.urls")),
     path("api/v1/", include("tenants.urls")),
     path("api/v1/", include("connectors.urls")),

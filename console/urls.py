@@ -1,9 +1,10 @@
 from django.urls import path
 
-from console import identity, views
+from console import identity, sso, views
 
 urlpatterns = [
     path("", views.home, name="console-home"),
+    path("sso/", sso.console_sso, name="console-sso"),
     path("connectors/", views.connectors_list, name="console-connectors"),
     path("connectors/new", views.connector_new, name="console-connector-new"),
     path("connectors/<int:pk>/", views.connector_detail, name="console-connector"),

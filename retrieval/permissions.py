@@ -90,7 +90,7 @@ def user_principals(user: User) -> frozenset[str]:
     membership = Membership.objects.filter(tenant_id=tenant_id, user=user, active=True).first()
     if membership is None:
         return frozenset()
-    # scim:user:<membership> is how SCIM-provisioned groups name their members (cairn/scim.py).
+    # scim:user:<membership> is how SCIM-provisioned groups name their members (identity/scim.py).
     own: set[str] = {"public:tenant", f"scim:user:{membership.pk}"}
     if user.email and user.email_verified:
         own.add(f"user:{user.email.strip().lower()}")

@@ -42,14 +42,14 @@ class Membership(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(default=timezone.now)
 
-    # SCIM provisioning (cairn/scim.py): a membership is the tenant's SCIM User resource.  Deactivation is
+    # SCIM provisioning (identity/scim.py): a membership is the tenant's SCIM User resource.  Deactivation is
     # per tenant (the User row is shared by every tenant the person belongs to): an inactive membership
     # authenticates nowhere and resolves no permissions.
     active = models.BooleanField(default=True)
     scim_user_name = models.CharField(max_length=300, blank=True, default="")
     scim_external_id = models.CharField(max_length=300, blank=True, default="")
     scim_resource = models.JSONField(default=dict, blank=True)  # the attributes the IdP sent, echoed back
-    # OpenID Connect: the provider's stable subject, bound at the first verified sign-in (cairn/sso.py).
+    # OpenID Connect: the provider's stable subject, bound at the first verified sign-in (identity/sso.py).
     sso_subject = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:

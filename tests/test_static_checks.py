@@ -8,7 +8,7 @@ import sys
 
 from tests.support import ROOT
 
-APP_PACKAGES = ["core", "tenants", "retrieval", "connectors", "answers", "portal", "console", "slackbot", "evaluation",
+APP_PACKAGES = ["core", "tenants", "retrieval", "connectors", "answers", "portal", "console", "slackbot", "identity", "evaluation",
                 "devtools", "cairn"]  # fmt: skip
 
 

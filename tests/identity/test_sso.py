@@ -111,7 +111,7 @@ def op(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Op]:
 
 @pytest.fixture
 def tenant(op: Op, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    from cairn.sso import JWKS, do_configure_sso
+    from identity.sso import JWKS, do_configure_sso
 
     # The operator allows this loopback issuer (a tenant admin could not); rotation tests refetch at once.
     monkeypatch.setitem(settings.CAIRN, "SSO_ALLOWED_HOSTS", [f"127.0.0.1:{op.port}"])
@@ -218,14 +218,14 @@ def real_id_token(op: Op, account: str, client_id: str = "cairn", secret: str = 
 def config_for(tenant: dict[str, Any], **changes: Any) -> Any:
     from dataclasses import replace
 
-    from cairn.sso import SsoConfig
+    from identity.sso import SsoConfig
     from tenants.models import TenantSso
 
     return replace(SsoConfig.of(TenantSso.objects.get(tenant=tenant["tenant"])), **changes)
 
 
 def refused_code(id_token: str, config: Any, metadata: dict[str, Any], **kwargs: Any) -> str:
-    from cairn.sso import JwksCache, SsoError, verify_id_token
+    from identity.sso import JwksCache, SsoError, verify_id_token
 
     kwargs.setdefault("nonce", "n-0123456789")
     with pytest.raises(SsoError) as exc:
@@ -234,7 +234,7 @@ def refused_code(id_token: str, config: Any, metadata: dict[str, Any], **kwargs:
 
 
 def test_tampered_foreign_expired_and_replayed_tokens_are_refused(op: Op, tenant: dict[str, Any]) -> None:
-    from cairn.sso import JwksCache, verify_id_token
+    from identity.sso import JwksCache, verify_id_token
 
     id_token, metadata = real_id_token(op, "dana-sub")
     config = config_for(tenant)
@@ -260,7 +260,7 @@ def test_tampered_foreign_expired_and_replayed_tokens_are_refused(op: Op, tenant
 
 
 def test_a_rotated_key_is_fetched_and_a_retired_key_no_longer_verifies(op: Op, tenant: dict[str, Any]) -> None:
-    from cairn.sso import JwksCache, verify_id_token
+    from identity.sso import JwksCache, verify_id_token
 
     jwks = JwksCache()  # one cache across the rotation, as a running server has
     config = config_for(tenant)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from cairn import scim
+from identity import scim
 
 urlpatterns = [
     path("ServiceProviderConfig", scim.service_provider_config, name="scim-spc"),

@@ -35,7 +35,6 @@ from urllib.parse import urlsplit
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.oidc.core import CodeIDToken
 from django.conf import settings
-from django.contrib import messages
 from django.contrib.auth import login
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -50,7 +49,6 @@ from joserfc.jwk import KeySet
 from core.crypto import decrypt_text, encrypt_text
 from core.http import OutboundHTTPError, build_session
 from retrieval.permissions import bump_acl_version
-from tenants.access import admin_view
 from tenants.audit import do_record_audit_event
 from tenants.auth import SESSION_MEMBERSHIP_KEY
 from tenants.context import tenant_context
@@ -375,34 +373,3 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
 
 def tenant_for_slug(slug: str) -> Tenant | None:
     return Tenant.objects.filter(slug=slug).first()
-
-
-# ------------------------------------------------------------------------------------ console page
-
-
-@admin_view
-def console_sso(request: HttpRequest, membership: Membership) -> HttpResponse:
-    """The tenant admin's single sign-on settings (the client secret is write-only)."""
-    from console.views import page
-
-    row = TenantSso.objects.filter(tenant_id=membership.tenant_id).first()
-    error, status = "", 200
-    if request.method == "POST":
-        try:
-            row = do_configure_sso(
-                membership, issuer=request.POST.get("issuer", ""), client_id=request.POST.get("client_id", ""),
-                client_secret=request.POST.get("client_secret", "") or None,
-                allowed_email_domains=request.POST.get("domains", "").replace(",", " ").split(),
-                entra_tenant_id=request.POST.get("entra_tenant_id", ""),
-                local_passwords=request.POST.get("local_passwords", ""),
-                enabled=request.POST.get("enabled") == "on",
-            )  # fmt: skip
-            messages.success(request, "Single sign-on settings saved.")
-            return redirect("console-sso")
-        except SsoError as exc:
-            error, status = exc.message, 400
-    elif request.method != "GET":
-        return HttpResponse(status=405)
-    return page(request, membership, "console/sso.html", "sso", "Single sign-on",
-                {"row": row, "error": error, "redirect_uri": _redirect_uri(request),
-                 "tenant_slug": membership.tenant.slug}, status=status)  # fmt: skip

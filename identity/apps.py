@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class IdentityConfig(AppConfig):
+    name = "identity"
+    label = "identity"
