@@ -81,8 +81,12 @@ def _metadata_only(doc: SourceDocument) -> ExtractedText:
     )
 
 
+# Set by a connector that hands over a file without its bytes (too large, or nothing to read).
+METADATA_ONLY = "metadata_only"
+
+
 def extract_for_index(doc: SourceDocument) -> ExtractedText:
-    if not has_extractor(doc.media_type):
+    if not has_extractor(doc.media_type) or doc.metadata.get(METADATA_ONLY) == "1":
         return _metadata_only(doc)
     return extract_text(doc.content, doc.media_type)
 
