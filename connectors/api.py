@@ -72,6 +72,8 @@ class SyncStateSerializer(serializers.Serializer):
     last_error = serializers.CharField()
     last_error_item = serializers.CharField()
     lag_seconds = serializers.FloatField(allow_null=True)
+    # Items the run left out on purpose, with the reason (e.g. a Slack channel the app cannot join).
+    skipped = serializers.DictField(child=serializers.CharField(), required=False)
 
 
 class ConnectorSerializer(serializers.Serializer):
@@ -180,6 +182,7 @@ def connector_status(instance: ConnectorInstance) -> dict[str, Any]:
             "last_success_at": s.last_success_at, "retry_at": s.retry_at, "ops_applied": s.ops_applied,
             "docs_upserted": s.docs_upserted, "docs_deleted": s.docs_deleted, "acl_updates": s.acl_updates,
             "last_error": s.last_error, "last_error_item": s.last_error_item, "lag_seconds": _lag(s),
+            "skipped": dict((s.checkpoint or {}).get("skipped") or {}),
         })  # fmt: skip
     return {
         **_summary(instance),
