@@ -305,7 +305,9 @@ class ConnectorWebhookView(TenantAPIView):
         secret = decrypt_text(instance.webhook_secret_encrypted)
         if instance.kind == "confluence":
             urls = {name: f"{base}{name}?secret={secret}" for name in CONFLUENCE_ROUTES}
-            how = "Register one Confluence webhook per event, each on its own URL (the body names no event)."
+            how = ("Register one Confluence webhook per event, each on its own URL (the body names no event). "
+                   "Where the webhook form has a Secret field (signed with X-Hub-Signature), enter the secret "
+                   "there and register the URL without ?secret=, so the secret never appears in a URL.")  # fmt: skip
         elif instance.kind == "sharepoint":
             urls = {"notificationUrl": f"{base}notifications", "lifecycleNotificationUrl": f"{base}notifications"}
             how = "Create Graph subscriptions on /drives/{id}/root with clientState = secret."
