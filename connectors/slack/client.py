@@ -314,9 +314,12 @@ _USER_MESSAGES = {
 class SlackMethodError(ConnectorError):
     """A Slack ``ok: false`` answer, with Slack's error code kept for programmatic handling."""
 
-    def __init__(self, message: str, *, code: str, item: str = "", retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: str, item: str = "", retry_after: float | None = None, needed: str = ""
+    ) -> None:
         super().__init__(message, item=item, retry_after=retry_after)
         self.code = code
+        self.needed = needed  # for missing_scope: the scope(s) Slack said the method needs
 
 
 def _connector_error(method: str, exc: SlackApiError) -> SlackMethodError:
@@ -330,4 +333,5 @@ def _connector_error(method: str, exc: SlackApiError) -> SlackMethodError:
     message = _USER_MESSAGES.get(code, f"Slack API error in {method}: {code}")
     if code == "missing_scope" and data.get("needed"):
         message += f" ({data['needed']})"
-    return SlackMethodError(message, code=code, item=method, retry_after=retry_after)
+    needed = str(data.get("needed") or "") if code == "missing_scope" else ""
+    return SlackMethodError(message, code=code, item=method, retry_after=retry_after, needed=needed)

@@ -55,8 +55,7 @@ _GONE = frozenset({"channel_not_found", "not_in_channel", "is_archived_and_not_m
 
 def _reason(exc: SlackMethodError) -> str:
     """``missing_scope: channels:join`` style: the code, and the scope Slack said it needed."""
-    needed = str(exc).rsplit("(", 1)[-1].rstrip(")") if exc.code == "missing_scope" and "(" in str(exc) else ""
-    return f"{exc.code}: {needed}" if needed else exc.code
+    return f"{exc.code}: {exc.needed}" if exc.needed else exc.code
 
 
 class SlackConnector:
