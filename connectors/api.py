@@ -61,6 +61,8 @@ class SyncStateSerializer(serializers.Serializer):
     last_error = serializers.CharField()
     last_error_item = serializers.CharField()
     lag_seconds = serializers.FloatField(allow_null=True)
+    # Items the run left out on purpose, with the reason (e.g. a Slack channel the app cannot join).
+    skipped = serializers.DictField(child=serializers.CharField(), required=False)
 
 
 class ConnectorSerializer(serializers.Serializer):
@@ -139,6 +141,7 @@ def connector_status(instance: ConnectorInstance) -> dict[str, Any]:
             "last_success_at": s.last_success_at, "retry_at": s.retry_at, "ops_applied": s.ops_applied,
             "docs_upserted": s.docs_upserted, "docs_deleted": s.docs_deleted, "acl_updates": s.acl_updates,
             "last_error": s.last_error, "last_error_item": s.last_error_item, "lag_seconds": _lag(s),
+            "skipped": dict((s.checkpoint or {}).get("skipped") or {}),
         })  # fmt: skip
     return {
         **_summary(instance),
@@ -254,7 +257,9 @@ class ConnectorWebhookView(TenantAPIView):
         secret = decrypt_text(instance.webhook_secret_encrypted) if secret is None else secret
         if instance.kind == "confluence":
             urls = {name: f"{base}{name}?secret={secret}" for name in CONFLUENCE_ROUTES}
-            how = "Register one Confluence webhook per event, each on its own URL (the body names no event)."
+            how = ("Register one Confluence webhook per event, each on its own URL (the body names no event). "
+                   "Where the webhook form has a Secret field (signed with X-Hub-Signature), enter the secret "
+                   "there and register the URL without ?secret=, so the secret never appears in a URL.")  # fmt: skip
         elif instance.kind == "sharepoint":
             urls = {"notificationUrl": f"{base}notifications", "lifecycleNotificationUrl": f"{base}notifications"}
             how = "Create Graph subscriptions on /drives/{id}/root with clientState = secret."

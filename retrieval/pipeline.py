@@ -29,7 +29,7 @@ from retrieval.fingerprint import canonical_url, content_fingerprint, simhash64
 from retrieval.models import Chunk, Document, IndexState, Source
 from retrieval.outbox import record_index_change
 from retrieval.permissions import acl_digest, get_index_state, intern_acl
-from retrieval.text import clean_title, extract_text
+from retrieval.text import ExtractedText, clean_title, extract_text, has_extractor, metadata_text
 from tenants.context import require_tenant_id
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,33 @@ def snapshot_digest(doc: SourceDocument) -> str:
     return h.hexdigest()
 
 
+def _metadata_only(doc: SourceDocument) -> ExtractedText:
+    """Images, archives and other formats without an extractor: index what describes the file
+    (issue 15) rather than failing the event, so a reader can still find it, with its ACL."""
+    path = " / ".join(x for x in (doc.container, doc.metadata.get("container_title", ""), doc.metadata.get("path", ""))
+                      if x)  # fmt: skip
+    return metadata_text(
+        title=doc.metadata.get("file_name") or doc.title,
+        media_type=doc.media_type,
+        path=path,
+        author=doc.metadata.get("author_name") or doc.author,
+        created=doc.created_at.date().isoformat() if doc.created_at else "",
+        updated=doc.updated_at.date().isoformat() if doc.updated_at else "",
+    )
+
+
+# Set by a connector that hands over a file without its bytes (too large, or nothing to read).
+METADATA_ONLY = "metadata_only"
+
+
+def extract_for_index(doc: SourceDocument) -> ExtractedText:
+    if not has_extractor(doc.media_type) or doc.metadata.get(METADATA_ONLY) == "1":
+        return _metadata_only(doc)
+    return extract_text(doc.content, doc.media_type)
+
+
 def prepare(doc: SourceDocument) -> Prepared:
-    extracted = extract_text(doc.content, doc.media_type)
+    extracted = extract_for_index(doc)
     return Prepared(
         doc=doc,
         text=extracted.text,

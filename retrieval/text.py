@@ -44,8 +44,23 @@ MEDIA_HTML = "text/html"
 MEDIA_CONFLUENCE = "application/vnd.atlassian.storage+xml"
 MEDIA_PDF = "application/pdf"
 MEDIA_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+MEDIA_XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+MEDIA_PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+MEDIA_CSV = "text/csv"
 
-SUPPORTED_MEDIA_TYPES = frozenset({MEDIA_PLAIN, MEDIA_MARKDOWN, MEDIA_HTML, MEDIA_CONFLUENCE, MEDIA_PDF, MEDIA_DOCX})
+SUPPORTED_MEDIA_TYPES = frozenset(
+    {
+        MEDIA_PLAIN,
+        MEDIA_MARKDOWN,
+        MEDIA_HTML,
+        MEDIA_CONFLUENCE,
+        MEDIA_PDF,
+        MEDIA_DOCX,
+        MEDIA_XLSX,
+        MEDIA_PPTX,
+        MEDIA_CSV,
+    }
+)
 
 
 class UnsupportedMediaType(ValueError):
@@ -90,6 +105,8 @@ def extract_text(content: bytes, media_type: str) -> ExtractedText:
         blocks: Iterable[_Block] = _pdf_blocks(content)
     elif base == MEDIA_DOCX:
         blocks = _docx_blocks(content)
+    elif base in _OFFICE_EXTRACTORS:
+        blocks = _OFFICE_EXTRACTORS[base](content, params)
     else:
         decoded = _decode(content, params.get("charset"))
         if base == MEDIA_PLAIN:
@@ -846,6 +863,159 @@ def _docx_table_rows(table: object) -> list[str]:
     return rows
 
 
+# --------------------------------------------------------------------------------------------
+# Spreadsheets, presentations, CSV (issue 15: attachments of every readable office format)
+
+# One row becomes one paragraph ("cell | cell | cell"), like DOCX tables; a sheet or slide title
+# becomes a heading so chunks keep their context.  Both OOXML formats are zips, guarded like DOCX.
+MAX_ROWS_PER_SHEET = 50_000
+
+
+def _zip_guard(content: bytes, kind: str) -> None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            if sum(info.file_size for info in archive.infolist()) > MAX_DOCX_UNCOMPRESSED_BYTES:
+                raise ExtractionError(f"{kind} inflates beyond the size limit")
+    except zipfile.BadZipFile as exc:
+        raise ExtractionError(f"unreadable {kind}: {exc}") from exc
+
+
+def _cell_text(value: object) -> str:
+    if value is None:
+        return ""
+    return " ".join(str(value).split())
+
+
+def _xlsx_blocks(content: bytes, params: dict[str, str]) -> list[_Block]:
+    import openpyxl
+
+    _zip_guard(content, "XLSX")
+    try:
+        # read_only streams rows; data_only takes the cached value of a formula, not its source.
+        book = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises many unrelated types on a bad file
+        raise ExtractionError(f"unreadable XLSX: {exc}") from exc
+    blocks: list[_Block] = []
+    total = 0
+    try:
+        for sheet in book.worksheets:
+            if getattr(sheet, "sheet_state", "visible") != "visible":
+                continue  # hidden sheets are invisible in Excel, like hidden HTML
+            blocks.append(_Block(sheet.title, 2))
+            for n, row in enumerate(sheet.iter_rows(values_only=True)):
+                if n >= MAX_ROWS_PER_SHEET or total > MAX_TEXT_CHARS:
+                    break
+                cells = [_cell_text(v) for v in row]
+                while cells and not cells[-1]:
+                    cells.pop()
+                if any(cells):
+                    line = " | ".join(cells)
+                    total += len(line)
+                    blocks.append(_Block(line))
+    except Exception as exc:
+        raise ExtractionError(f"unreadable XLSX sheet: {exc}") from exc
+    finally:
+        book.close()
+    return blocks
+
+
+def _pptx_blocks(content: bytes, params: dict[str, str]) -> list[_Block]:
+    import pptx
+
+    _zip_guard(content, "PPTX")
+    try:
+        deck = pptx.Presentation(io.BytesIO(content))
+    except Exception as exc:
+        raise ExtractionError(f"unreadable PPTX: {exc}") from exc
+    blocks: list[_Block] = []
+
+    def shape_blocks(shapes: Iterable[object]) -> Iterator[_Block]:
+        for shape in shapes:
+            if getattr(shape, "has_text_frame", False):
+                for paragraph in shape.text_frame.paragraphs:  # type: ignore[attr-defined]
+                    yield _Block(paragraph.text)
+            if getattr(shape, "has_table", False):
+                for row in shape.table.rows:  # type: ignore[attr-defined]
+                    cells = [_cell_text(cell.text) for cell in row.cells]
+                    if any(cells):
+                        yield _Block(" | ".join(cells))
+            if hasattr(shape, "shapes"):  # group shapes nest others
+                yield from shape_blocks(shape.shapes)  # type: ignore[attr-defined]
+
+    try:
+        for number, slide in enumerate(deck.slides, start=1):
+            title_shape = slide.shapes.title
+            title = _cell_text(title_shape.text) if title_shape is not None and title_shape.has_text_frame else ""
+            blocks.append(_Block(title or f"Slide {number}", 2))
+            others = [s for s in slide.shapes if title_shape is None or s.shape_id != title_shape.shape_id]
+            blocks.extend(shape_blocks(others))
+            if slide.has_notes_slide:
+                notes = slide.notes_slide.notes_text_frame
+                if notes is not None and notes.text.strip():
+                    blocks.append(_Block(notes.text))
+    except Exception as exc:
+        raise ExtractionError(f"unreadable PPTX slide: {exc}") from exc
+    return blocks
+
+
+def _csv_blocks(content: bytes, params: dict[str, str]) -> list[_Block]:
+    import csv
+
+    decoded = _decode(content, params.get("charset"))
+    try:
+        dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(decoded[:4096], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    blocks: list[_Block] = []
+    try:
+        for n, row in enumerate(csv.reader(io.StringIO(decoded), dialect)):
+            if n >= MAX_ROWS_PER_SHEET:
+                break
+            cells = [_cell_text(v) for v in row]
+            if any(cells):
+                blocks.append(_Block(" | ".join(cells)))
+    except csv.Error as exc:
+        raise ExtractionError(f"unreadable CSV: {exc}") from exc
+    return blocks
+
+
+_OFFICE_EXTRACTORS = {MEDIA_XLSX: _xlsx_blocks, MEDIA_PPTX: _pptx_blocks, MEDIA_CSV: _csv_blocks}
+
+
+# --------------------------------------------------------------------------------------------
+# Files that carry no text (issue 15): images, archives, formats without an extractor
+
+
+def has_extractor(media_type: str) -> bool:
+    return _parse_media_type(media_type)[0] in SUPPORTED_MEDIA_TYPES
+
+
+def metadata_text(
+    *,
+    title: str,
+    media_type: str,
+    path: str = "",
+    author: str = "",
+    created: str = "",
+    updated: str = "",
+) -> ExtractedText:
+    """What a reader can search for in a file without text: its name, place, type, author and dates.
+
+    The result has the same shape as any extraction (one paragraph per field), so the file is
+    chunked, embedded and ACL-filtered like any other document; a non-reader finds nothing.
+    """
+    base = _parse_media_type(media_type)[0] or "application/octet-stream"
+    fields = [
+        ("File", title),
+        ("Location", path),
+        ("Type", base),
+        ("Author", author),
+        ("Created", created),
+        ("Modified", updated),
+    ]
+    return _assemble(_Block(f"{label}: {value}") for label, value in fields if value and value.strip())
+
+
 __all__ = [
     "MAX_TEXT_CHARS",
     "ExtractedText",
@@ -853,4 +1023,6 @@ __all__ = [
     "Heading",
     "UnsupportedMediaType",
     "extract_text",
+    "has_extractor",
+    "metadata_text",
 ]

@@ -75,6 +75,10 @@ V1 = "/wiki/rest/api"
 # Attachment downloads redirect to Atlassian's media service; the redirect URL is pre-signed.
 MEDIA_HOST = "api.media.atlassian.com"
 _RETRY_STATUSES = frozenset({429, 503})
+# Waits up to this long (in total, per request) happen in-process; a longer Retry-After is raised
+# as ConnectorError(retry_after=...) so the task goes back to the queue with that countdown
+# instead of holding a worker (same budget as connectors.runtime.MAX_INLINE_WAIT_S).
+INLINE_RETRY_BUDGET_S = 2.0
 
 
 class ConfluenceApiError(ConnectorError):
@@ -147,7 +151,7 @@ class ConfluenceClient:
         page_size: int = 100,
         timeout: float = 30.0,
         max_retries: int = 5,
-        max_retry_wait: float = 60.0,
+        max_retry_wait: float = INLINE_RETRY_BUDGET_S,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         parts = urlsplit(site_url.strip())
@@ -163,6 +167,9 @@ class ConfluenceClient:
             # Basic auth with an Atlassian API token; requests drops it on cross-host redirects.
             self.session.auth = (email, api_token)
         self.page_size = page_size
+        # ``_links.base`` of the last listing (the site's /wiki root as Confluence names it);
+        # single-entity v2 responses carry no base, so document URLs are built from this.
+        self.base_url = self.site + "/wiki"
         self.timeout = timeout
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
@@ -199,7 +206,9 @@ class ConfluenceClient:
             kwargs["follow_redirects"] = True
         if _request_with_retries is not None:
             try:
-                return _request_with_retries(self.session, "GET", url, **kwargs)
+                return _request_with_retries(
+                    self.session, "GET", url, max_total_wait=self.max_retry_wait, sleep=self._sleep, **kwargs
+                )
             except Exception as exc:
                 if _RateLimited is not None and isinstance(exc, _RateLimited):
                     raise ConnectorError(
@@ -215,6 +224,7 @@ class ConfluenceClient:
 
     def _send_with_local_retries(self, url: str, **kwargs: Any) -> requests.Response:
         attempt = 0
+        waited = 0.0
         while True:
             resp = self.session.get(url, **kwargs)
             if resp.status_code not in _RETRY_STATUSES:
@@ -223,7 +233,7 @@ class ConfluenceClient:
             resp.close()
             if wait is None:
                 wait = min(self.max_retry_wait, 0.5 * (2**attempt))
-            if attempt >= self.max_retries or wait > self.max_retry_wait:
+            if attempt >= self.max_retries or waited + wait > self.max_retry_wait:
                 # Hand the wait to the task runner instead of blocking a worker for minutes.
                 raise ConnectorError(
                     f"Confluence is rate limiting requests (HTTP {resp.status_code})",
@@ -232,6 +242,7 @@ class ConfluenceClient:
                 )
             # Jitter spreads the retries of parallel syncs; it only ever lengthens the wait.
             self._sleep(wait + random.uniform(0.0, min(1.0, 0.1 * wait + 0.05)))
+            waited += wait
             attempt += 1
 
     def _get(
@@ -272,6 +283,8 @@ class ConfluenceClient:
             raise ConnectorError("Confluence returned a non-JSON response", item=_safe_item(resp.url)) from None
         links = body.get("_links") or {}
         nxt = links.get("next") or next_link_from_header(resp.headers.get("Link"))
+        if links.get("base"):
+            self.base_url = str(links["base"])
         return Batch(results=list(body.get("results") or []), next_url=nxt, base=str(links.get("base") or ""))
 
     def iterate(self, path: str, params: Mapping[str, str | int] | None = None) -> Iterator[dict[str, Any]]:
@@ -285,15 +298,32 @@ class ConfluenceClient:
             batch = self.batch(batch.next_url)
 
     def _offset_pages(self, path: str, params: Mapping[str, str | int] | None = None) -> Iterator[dict[str, Any]]:
-        """v1 start/limit paging; stops on a short page because some v1 endpoints omit ``next``."""
-        start = 0
+        """v1 start/limit paging: follow ``_links.next`` (relative to ``_links.base``) to the end.
+
+        A page shorter than ``limit`` is not the end: the server may cap ``limit`` below what was
+        asked ("this may be restricted by fixed system limits",
+        https://developer.atlassian.com/cloud/confluence/rest/v1/intro/#pagination), so only a
+        missing ``next`` link ends the listing.
+        """
+        body = self.get_json(path, {**(params or {}), "start": 0, "limit": self.page_size})
+        seen: set[str] = set()
         while True:
-            body = self.get_json(path, {**(params or {}), "start": start, "limit": self.page_size})
-            results = list(body.get("results") or [])
-            yield from results
-            if len(results) < self.page_size:
+            yield from list(body.get("results") or [])
+            links = body.get("_links") or {}
+            nxt = links.get("next")
+            if not isinstance(nxt, str) or not nxt:
                 return
-            start += len(results)
+            link = self.join_base(str(links.get("base") or ""), nxt)
+            if link in seen:  # a server repeating its next link must not loop us
+                return
+            seen.add(link)
+            body = self.get_json(link)
+
+    def join_base(self, base: str, link: str) -> str:
+        """``_links.base`` + a relative ``_links.next``/``webui`` link; ``url()`` then pins the host."""
+        if urlsplit(link).scheme or not base:
+            return link
+        return base.rstrip("/") + "/" + link.lstrip("/")
 
     # ------------------------------------------------------------ v2: content
 

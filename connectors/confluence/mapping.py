@@ -45,7 +45,11 @@ def version_number(item: Mapping[str, Any]) -> int:
 
 
 def web_url(base: str, webui: object) -> str:
-    """``_links.base`` + ``_links.webui``; the API gives both, we never rebuild Confluence routes."""
+    """``_links.base`` + ``_links.webui``: always absolute, never a Confluence route rebuilt by hand.
+
+    ``base`` is the item's own ``_links.base`` when it has one, else the listing's (v2 single
+    entities carry only ``webui``/``editui``/``tinyui``), else the site's ``/wiki`` root.
+    """
     if not isinstance(webui, str) or not webui:
         return base
     if webui.startswith(("https://", "http://")):
@@ -53,9 +57,10 @@ def web_url(base: str, webui: object) -> str:
     return base.rstrip("/") + "/" + webui.lstrip("/")
 
 
-def content_document(kind: str, item: Mapping[str, Any], *, space_key: str, acl: Acl) -> SourceDocument:
+def content_document(kind: str, item: Mapping[str, Any], *, space_key: str, acl: Acl, base: str = "") -> SourceDocument:
     """A page or blog post from ``GET /wiki/api/v2/{pages|blogposts}/{id}?body-format=storage``."""
     links = item.get("_links") or {}
+    base = str(links.get("base") or base)
     storage = ((item.get("body") or {}).get("storage") or {}).get("value") or ""
     version = _version(item)
     metadata = {
@@ -67,7 +72,7 @@ def content_document(kind: str, item: Mapping[str, Any], *, space_key: str, acl:
     return SourceDocument(
         external_id=external_id(kind, str(item["id"])),
         title=str(item.get("title") or ""),
-        url=web_url(str(links.get("base") or ""), links.get("webui")),
+        url=web_url(base, links.get("webui")),
         content=storage.encode("utf-8"),
         media_type=STORAGE_MEDIA_TYPE,
         acl=acl,
@@ -88,11 +93,13 @@ def attachment_document(
     container: Mapping[str, Any],
     space_key: str,
     acl: Acl,
+    base: str = "",
 ) -> SourceDocument:
     """An attachment from ``GET /wiki/api/v2/{pages|blogposts}/{id}/attachments``; it carries its
-    container's ACL (Confluence has no attachment-level restrictions)."""
+    container's ACL (Confluence has no attachment-level restrictions).  ``content`` is empty for
+    an attachment indexed by metadata only (the pipeline describes it by name, type, author, dates)."""
     links = attachment.get("_links") or {}
-    base = str((container.get("_links") or {}).get("base") or "")
+    base = str((container.get("_links") or {}).get("base") or base)
     version = _version(attachment)
     media_type = str(attachment.get("mediaType") or "application/octet-stream").split(";")[0].strip()
     return SourceDocument(
@@ -113,5 +120,9 @@ def attachment_document(
             "container_kind": container_kind,
             "container_title": str(container.get("title") or ""),
             "space_id": str(container.get("spaceId") or ""),
+            "file_name": str(attachment.get("title") or ""),
+            "file_size": str(attachment.get("fileSize") or ""),
+            # retrieval.pipeline.METADATA_ONLY: no bytes were downloaded, describe the file instead.
+            **({"metadata_only": "1"} if not content else {}),
         },
     )

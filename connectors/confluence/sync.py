@@ -49,17 +49,18 @@ from connectors.confluence.permissions import (
 )
 from connectors.confluence.webhooks import WebhookEvent
 from retrieval.contracts import Acl
+from retrieval.text import SUPPORTED_MEDIA_TYPES
 
 log = logging.getLogger(__name__)
 
-# What the pipeline can extract text from; other attachments (images, archives) are skipped.
-DEFAULT_ATTACHMENT_MEDIA_TYPES: tuple[str, ...] = (
-    "application/pdf",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "text/plain",
-    "text/markdown",
-    "text/html",
+# Attachments of these media types are downloaded for their text (what retrieval.text can read);
+# every other attachment (images, archives, ...) is still indexed, by its metadata only, with its
+# container's ACL, so a reader can find it and a non-reader cannot (issue 15).
+DEFAULT_ATTACHMENT_MEDIA_TYPES: tuple[str, ...] = tuple(
+    sorted(t for t in SUPPORTED_MEDIA_TYPES if t != "application/vnd.atlassian.storage+xml")
 )
+# Statuses under which Confluence says the item itself is gone from view (v2 ContentStatus).
+_GONE_STATUSES = frozenset({"trashed", "deleted", "purged", "historical"})
 
 
 @dataclass(frozen=True)
@@ -204,8 +205,7 @@ class ConfluenceConnector:
                     yield external_id(kind, str(item["id"]))
                     if self.settings.include_attachments:
                         for att in self.client.attachments(kind, str(item["id"])):
-                            if self._wanted_attachment(att):
-                                yield external_id("attachment", str(att["id"]))
+                            yield external_id("attachment", str(att["id"]))
 
     def test_connection(self) -> None:
         try:
@@ -227,10 +227,21 @@ class ConfluenceConnector:
     # ------------------------------------------------------------ webhooks
 
     def webhook_ops(self, event: WebhookEvent) -> Iterator[SyncOp]:
-        """The ops for one verified, parsed webhook event (see ``webhooks.parse_event``)."""
+        """The ops for one verified, parsed webhook event (see ``webhooks.parse_event``).
+
+        A webhook is a hint, not a fact: whatever its route or body says, the item is fetched
+        from the REST API and only what Confluence answers decides the op.  A forged or replayed
+        ``page_trashed`` for a live page re-upserts it (a no-op at the same version); a replayed
+        ``page_updated`` carrying an old version cannot roll back, because the version indexed is
+        the one the API returns.  The body's version and status are never used.
+        """
         self._cache = _RunCache()
-        if event.action == "delete":
-            yield DeleteDocument(external_id(event.kind, event.content_id), source_version=event.version)
+        ops = list(self._content_ops(event.kind, event.content_id))
+        yield from ops
+        confirmed_gone = any(
+            isinstance(op, DeleteDocument) and op.external_id == external_id(event.kind, event.content_id) for op in ops
+        )
+        if confirmed_gone:
             # Best effort: a trashed page's attachments go too (the slim listing prunes any left over).
             try:
                 for att in self.client.attachments(event.kind, event.content_id):
@@ -238,7 +249,6 @@ class ConfluenceConnector:
             except ConnectorError:
                 pass
             return
-        yield from self._content_ops(event.kind, event.content_id)
         if event.action == "refresh_tree" and event.kind == "page":
             # Descendants inherit the moved page's new ancestor path: recompute their ACLs.
             for desc in self.client.iterate(f"{V2}/pages/{event.content_id}/descendants", {"limit": 250}):
@@ -369,12 +379,23 @@ class ConfluenceConnector:
             return
         # The ACL path needs no body: permission sync works from the listing entry.
         item = listed if acl_only and listed is not None else self.client.content(kind, content_id)
-        if item is None or item.get("status") not in (None, "current"):
+        # Only the item's own lookup may delete it: a 404 for the item itself, or a status that
+        # says it is trashed or gone.  Any other status (draft, archived, a new one) is left alone.
+        if item is None or str(item.get("status") or "current") in _GONE_STATUSES:
             yield DeleteDocument(external_id(kind, content_id))
             return
-        space = self._space(str(item.get("spaceId") or ""))
+        if str(item.get("status") or "current") != "current":
+            log.info("confluence: %s %s has status %r; left as indexed", kind, content_id, item.get("status"))
+            return
+        space_id = str(item.get("spaceId") or "")
+        space = self._space(space_id)
         if space is None:
-            # Moved to a space outside the configured scope (or one we cannot see): out of the index.
+            # The space lookup failed (404 or no id): that says nothing about the item itself, so
+            # nothing is deleted; the item keeps its indexed state until a lookup succeeds.
+            log.warning("confluence: space %r of %s %s not found; item left as indexed", space_id, kind, content_id)
+            return
+        if self.settings.space_keys and space.get("key") not in self.settings.space_keys:
+            # Confluence says the item now lives in a space outside the configured scope.
             yield DeleteDocument(external_id(kind, content_id))
             return
         acl = self._acl(kind, content_id, str(space["id"]))
@@ -382,7 +403,7 @@ class ConfluenceConnector:
         if acl_only:
             yield UpdateAcl(external_id(kind, content_id), acl)
         else:
-            yield UpsertDocument(content_document(kind, item, space_key=space_key, acl=acl))
+            yield UpsertDocument(content_document(kind, item, space_key=space_key, acl=acl, base=self.client.base_url))
         if self.settings.include_attachments:
             yield from self._attachment_ops(kind, item, space_key, acl, acl_only)
 
@@ -390,28 +411,44 @@ class ConfluenceConnector:
         self, kind: str, item: Mapping[str, Any], space_key: str, acl: Acl, acl_only: bool
     ) -> Iterator[SyncOp]:
         for att in self.client.attachments(kind, str(item["id"])):
-            if not self._wanted_attachment(att):
-                continue
             if acl_only:
                 yield UpdateAcl(external_id("attachment", str(att["id"])), acl)
                 continue
-            link = att.get("downloadLink") or (att.get("_links") or {}).get("download")
-            if not link:
-                continue
-            try:
-                data = self.client.download(str(link), max_bytes=self.settings.max_attachment_bytes)
-            except ConfluenceApiError as exc:
-                if exc.status == 404:  # deleted between listing and download
-                    continue
-                raise
+            data = self._attachment_bytes(att)
             if data is None:
-                log.info("confluence: attachment %s over the size limit, skipped", att.get("id"))
-                continue
+                continue  # deleted between listing and download
             yield UpsertDocument(
-                attachment_document(att, data, container_kind=kind, container=item, space_key=space_key, acl=acl)
+                attachment_document(
+                    att,
+                    data,
+                    container_kind=kind,
+                    container=item,
+                    space_key=space_key,
+                    acl=acl,
+                    base=self.client.base_url,
+                )
             )
 
+    def _attachment_bytes(self, att: Mapping[str, Any]) -> bytes | None:
+        """The bytes to extract text from, ``b""`` for a metadata-only attachment, ``None`` if gone."""
+        if not self._wanted_attachment(att):
+            return b""  # image, archive, unknown type, or over the size limit: metadata only
+        link = att.get("downloadLink") or (att.get("_links") or {}).get("download")
+        if not link:
+            return b""
+        try:
+            data = self.client.download(str(link), max_bytes=self.settings.max_attachment_bytes)
+        except ConfluenceApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if data is None:
+            log.info("confluence: attachment %s over the size limit, indexed by metadata", att.get("id"))
+            return b""
+        return data
+
     def _wanted_attachment(self, att: Mapping[str, Any]) -> bool:
+        """Whether to download the attachment for its text (every attachment is indexed either way)."""
         media_type = str(att.get("mediaType") or "").split(";")[0].strip().lower()
         if media_type not in self.settings.attachment_media_types:
             return False
@@ -449,7 +486,15 @@ class ConfluenceConnector:
             group_id = group.get("id")
             if not group_id:
                 continue
-            members = [m for m in self.client.group_members(str(group_id)) if m.get("accountId")]
+            try:
+                members = [m for m in self.client.group_members(str(group_id)) if m.get("accountId")]
+            except ConfluenceApiError as exc:
+                if exc.status != 404:
+                    raise
+                # Deleted since the listing: a group lookup never deletes content; its members
+                # stay as last synced until the next run lists the groups again.
+                log.warning("confluence: group %s not found while listing members; skipped", group_id)
+                continue
             yield SetGroupMembers(
                 group_principal(str(group_id)),
                 tuple(sorted({user_principal(str(m["accountId"])) for m in members})),
@@ -506,10 +551,7 @@ class ConfluenceConnector:
                     raise
                 return None
             self._cache.spaces_by_id[space_id] = space
-        space = self._cache.spaces_by_id[space_id]
-        if self.settings.space_keys and space.get("key") not in self.settings.space_keys:
-            return None
-        return space
+        return self._cache.spaces_by_id[space_id]
 
     def _resume_space_index(self, cp: Checkpoint, spaces: list[dict[str, Any]]) -> int:
         if not cp:

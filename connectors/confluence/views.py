@@ -1,8 +1,10 @@
-"""Confluence Cloud webhooks: ``POST /hooks/confluence/<hook uuid>/<event name>?secret=...``.
+"""Confluence webhooks: ``POST /hooks/confluence/<hook uuid>/<event name>``.
 
 Confluence names no event in the body, so the route is the last URL segment.  The request is
-authenticated by the per-instance shared secret, stored (deduplicated by event id) and
-acknowledged; fetching the page and applying the ops happen in Celery.
+authenticated by the per-instance shared secret (``X-Hub-Signature`` HMAC of the body where
+Confluence signs, else the secret header or ``?secret=``; see ``webhooks.verify_secret``), stored
+(deduplicated by event id) and acknowledged; fetching the page from the REST API and applying
+what Confluence answers happen in Celery.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def webhook(request: HttpRequest, hook_uuid: str, event_name: str) -> HttpRespon
     with tenant_context(tenant_id):
         instance = load_instance(instance_pk)
         secret = decrypt_text(instance.webhook_secret_encrypted)
-        if not verify_secret(secret, headers=dict(request.headers), query=request.GET):
+        if not verify_secret(secret, headers=dict(request.headers), query=request.GET, body=request.body):
             return error("invalid_secret", "The webhook secret is missing or wrong.", 401)
         try:
             # Parsed once, by the helper that refuses what jsonb cannot store: the stored payload

@@ -7,11 +7,25 @@ registered on its own URL and we route by the LAST path segment, e.g.::
 
     https://cairn.example/hooks/confluence/<connector>/page_updated?secret=<shared secret>
 
-Shared secret: Confluence's admin webhooks cannot add custom headers, so the
-secret normally travels as the ``secret`` query parameter; a proxy (or a test)
-may instead send the ``X-Cairn-Webhook-Secret`` header.  When both are present
-the header is checked.  Comparison is constant-time; an empty configured
-secret rejects everything (fail closed).
+Authentication, strongest first:
+
+1. ``X-Hub-Signature``: where Confluence signs webhooks (a webhook defined with a
+   *secret*: "each request is signed via a Hash-based Message Authentication Code
+   (HMAC) ... HMACSha256. The header X-Hub-Signature is defined and contains the
+   HMAC", https://confluence.atlassian.com/doc/managing-webhooks-1021225606.html),
+   the body's HMAC-SHA256 under the shared secret, ``sha256=<hex>`` (a bare hex
+   digest is accepted too).  The secret itself never travels.  When the header is
+   present it alone decides: a wrong signature is refused even if a secret is
+   also in the URL.
+2. ``X-Cairn-Webhook-Secret`` header (a proxy in front of Cairn may add it).
+3. ``?secret=`` query parameter, for Cloud admin webhooks that can neither sign nor
+   add headers.  Cairn's own access log redacts it (tests/test_secret_canary.py);
+   a proxy's log may not, which is why every event is only a hint confirmed at the
+   REST API (``ConfluenceConnector.webhook_ops``): a leaked URL lets someone ask
+   Cairn to re-read a page, never hide, delete or roll one back.
+
+Comparison is constant-time; an empty configured secret rejects everything
+(fail closed).
 
 Delivery is best effort (no retries, no ordering guarantee), so webhooks only
 shorten the delay: incremental sync, permission sync and the slim listing
@@ -28,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 SECRET_HEADER = "X-Cairn-Webhook-Secret"
+SIGNATURE_HEADER = "X-Hub-Signature"
 SECRET_QUERY_PARAM = "secret"
 
 Action = Literal["upsert", "delete", "refresh_tree"]
@@ -65,10 +80,25 @@ class WebhookEvent:
     event_id: str  # stable across redeliveries of the same event: use it to dedupe
 
 
-def verify_secret(expected: str, *, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
-    """True iff the request carries the shared secret (header first, then ``?secret=``)."""
+def sign_body(secret: str, body: bytes) -> str:
+    """The ``X-Hub-Signature`` value Confluence sends for ``body`` under ``secret``."""
+    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def verify_secret(
+    expected: str, *, headers: Mapping[str, str], query: Mapping[str, str], body: bytes | None = None
+) -> bool:
+    """True iff the request is signed with, or carries, the shared secret (see the module doc)."""
     if not expected:
         return False
+    signature = _header(headers, SIGNATURE_HEADER)
+    if signature is not None:
+        if body is None:
+            return False
+        digest = signature.strip()
+        digest = digest[len("sha256=") :] if digest.lower().startswith("sha256=") else digest
+        wanted = sign_body(expected, body)[len("sha256=") :]
+        return hmac.compare_digest(digest.lower().encode("ascii", "replace"), wanted.encode("ascii"))
     provided = _header(headers, SECRET_HEADER)
     if provided is None:
         provided = query.get(SECRET_QUERY_PARAM)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import email.utils
 import math
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -178,7 +179,12 @@ class SlackClient:
         timeout_s: int = 30,
         sleep: SleepFn = time.sleep,
         clock: ClockFn = time.monotonic,
+        ca_file: str = "",
     ) -> None:
+        # The instance's operator-set CA bundle (ConnectorInstance.tls_ca_file), as the
+        # Confluence and Graph sessions get it through connectors.runtime.Outbound: a TLS
+        # inspection proxy or a private Slack-compatible endpoint is trusted through it only.
+        self.ssl_context = ssl.create_default_context(cafile=ca_file) if ca_file else None
         self.rate_limit_handler = RetryAfterHandler(
             max_retry_count=max_rate_limit_retries, jitter_s=retry_jitter_s, sleep=sleep
         )
@@ -186,6 +192,7 @@ class SlackClient:
             token=token,
             base_url=base_url,
             timeout=timeout_s,
+            ssl=self.ssl_context,
             retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=1), self.rate_limit_handler],
         )
         self.pacing = pacing
@@ -214,6 +221,10 @@ class SlackClient:
 
     def conversation_info(self, channel: str) -> dict[str, Any]:
         return dict(self.call("conversations.info", channel=channel)["channel"])
+
+    def join(self, channel: str) -> dict[str, Any]:
+        """``conversations.join`` (bot scope ``channels:join``): public channels only."""
+        return dict(self.call("conversations.join", channel=channel).get("channel") or {})
 
     def user_info(self, user: str) -> dict[str, Any]:
         return dict(self.call("users.info", user=user)["user"])
@@ -303,9 +314,12 @@ _USER_MESSAGES = {
 class SlackMethodError(ConnectorError):
     """A Slack ``ok: false`` answer, with Slack's error code kept for programmatic handling."""
 
-    def __init__(self, message: str, *, code: str, item: str = "", retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: str, item: str = "", retry_after: float | None = None, needed: str = ""
+    ) -> None:
         super().__init__(message, item=item, retry_after=retry_after)
         self.code = code
+        self.needed = needed  # for missing_scope: the scope(s) Slack said the method needs
 
 
 def _connector_error(method: str, exc: SlackApiError) -> SlackMethodError:
@@ -319,4 +333,5 @@ def _connector_error(method: str, exc: SlackApiError) -> SlackMethodError:
     message = _USER_MESSAGES.get(code, f"Slack API error in {method}: {code}")
     if code == "missing_scope" and data.get("needed"):
         message += f" ({data['needed']})"
-    return SlackMethodError(message, code=code, item=method, retry_after=retry_after)
+    needed = str(data.get("needed") or "") if code == "missing_scope" else ""
+    return SlackMethodError(message, code=code, item=method, retry_after=retry_after, needed=needed)

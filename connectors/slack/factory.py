@@ -25,6 +25,7 @@ def build(instance: Any, credentials: dict[str, Any], outbound: Outbound) -> Sla
         pacing=pacing,
         page_size=int(cfg.get("page_size", 200)),
         sleep=bounded_sleep,
+        ca_file=outbound.tls_ca_file,
     )
     return SlackConnector(
         client,

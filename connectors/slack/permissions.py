@@ -132,3 +132,31 @@ def identity_op(user: User) -> IdentitySeen | None:
         is_bot=is_bot(user),
         deactivated=is_deactivated(user),
     )
+
+
+def is_external(user: User, team_id: str) -> bool:
+    """A Slack Connect member from another organisation: their user object names their own team."""
+    home = str(user.get("team_id") or team_id)
+    return home != team_id or bool(user.get("is_stranger"))
+
+
+def external_identity_op(user: User) -> IdentitySeen:
+    """An ``IdentitySeen`` for a Slack Connect member from another organisation.
+
+    Recorded even without a visible e-mail, so an admin can map it in the console; until then it
+    maps to nobody, and the channel principal it is a member of grants nothing through it (fail
+    closed).  Its e-mail is never taken as verified: the other organisation vouches for it, not
+    this workspace, so it must not be auto-mapped to a Cairn account with the same address.
+    """
+    email = ((user.get("profile") or {}).get("email") or "").strip() or None
+    team = str(user.get("team_id") or "")
+    name = display_name(user)
+    return IdentitySeen(
+        principal=user_principal(str(user["id"])),
+        email=email,
+        email_verified=False,
+        display_name=f"{name} (external, {team})" if team else f"{name} (external)",
+        is_guest=True,
+        is_bot=is_bot(user),
+        deactivated=is_deactivated(user),
+    )

@@ -42,13 +42,20 @@ from connectors.slack.permissions import (
     channel_acl,
     channel_members_op,
     display_name,
+    external_identity_op,
     identity_op,
+    is_external,
     workspace_members_op,
 )
 
 # Errors meaning "this channel is not (or no longer) visible to the app": skip its history,
 # and treat its membership as empty, because we can no longer prove who may read it.
 _GONE = frozenset({"channel_not_found", "not_in_channel", "is_archived_and_not_member", "access_denied"})
+
+
+def _reason(exc: SlackMethodError) -> str:
+    """``missing_scope: channels:join`` style: the code, and the scope Slack said it needed."""
+    return f"{exc.code}: {exc.needed}" if exc.needed else exc.code
 
 
 class SlackConnector:
@@ -76,6 +83,7 @@ class SlackConnector:
         self._users: dict[str, dict[str, Any]] | None = None
         self._channels: dict[str, ChannelInfo] | None = None
         self._context_cache: WorkspaceContext | None = None  # rebuilt only when a directory changes
+        self._not_member: set[str] = set()  # listed channels whose ``is_member`` is false
 
     # -- Connector ------------------------------------------------------------------------------
 
@@ -89,11 +97,24 @@ class SlackConnector:
         cp: dict[str, Any] = copy.deepcopy(dict(checkpoint or {}))
         states: dict[str, Any] = cp.setdefault("channels", {})
         context = self._context(refresh=True)
-        for channel in sorted(context.channels.values(), key=lambda c: c.id):
+        skipped: dict[str, str] = cp.setdefault("skipped", {})
+        channels = sorted(context.channels.values(), key=lambda c: c.id)
+        # Joins first, so every op of the run carries the complete skip list in its checkpoint
+        # (the connector's status shows SyncState.checkpoint["skipped"]); a skip is not fatal.
+        for channel in channels:
             state = states.setdefault(channel.id, _new_channel_state())
             if state["done"]:
                 continue
-            yield from self._backfill_channel(channel, context, cp, state)
+            reason = self._ensure_member(channel)
+            if reason is not None:
+                skipped[channel.id] = f"#{channel.name}: {reason}"
+                state.update(cursor=None, thread=None, done=True)
+            else:
+                skipped.pop(channel.id, None)
+        for channel in channels:
+            state = states[channel.id]
+            if not state["done"]:
+                yield from self._backfill_channel(channel, context, cp, state)
 
     def incremental_sync(self, checkpoint: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
         if self.inbox is None:
@@ -135,15 +156,20 @@ class SlackConnector:
         for channel in sorted(self._load_channels(refresh=True).values(), key=lambda c: c.id):
             if channel.id in done:
                 continue
-            op = self._channel_members(channel.id)
+            ops = self._channel_member_ops(channel.id)
             done.add(channel.id)
+            before = copy.deepcopy(cp)
             cp["channels_done"] = sorted(done)
-            yield op, copy.deepcopy(cp)
+            for i, op in enumerate(ops):
+                yield op, (copy.deepcopy(cp) if i == len(ops) - 1 else before)
 
     def slim_listing(self) -> Iterator[str]:
         context = self._context(refresh=True)
         for channel in sorted(context.channels.values(), key=lambda c: c.id):
-            yield from self._channel_external_ids(channel)
+            # A channel the app cannot join lists nothing, like one it was removed from (_GONE):
+            # nobody can be proven a reader, so its messages leave the index.
+            if self._ensure_member(channel) is None:
+                yield from self._channel_external_ids(channel)
 
     def _channel_external_ids(self, channel: ChannelInfo) -> Iterator[str]:
         cursor: str | None = None
@@ -168,6 +194,24 @@ class SlackConnector:
             cursor = page.next_cursor
 
     # -- full sync internals ----------------------------------------------------------------------
+
+    def _ensure_member(self, channel: ChannelInfo) -> str | None:
+        """Join a public channel the bot is not in (``conversations.join``, scope ``channels:join``);
+        the reason it cannot read the channel otherwise, ``None`` when it can."""
+        if channel.id not in self._not_member:
+            return None
+        if channel.is_private:
+            return "not_in_channel: invite the app to this private channel"
+        if channel.is_archived:
+            return "is_archived: the app cannot join an archived channel"
+        try:
+            self.client.join(channel.id)
+        except SlackMethodError as exc:
+            if exc.retry_after is not None:
+                raise
+            return _reason(exc)
+        self._not_member.discard(channel.id)
+        return None
 
     def _backfill_channel(
         self, channel: ChannelInfo, context: WorkspaceContext, cp: dict[str, Any], state: dict[str, Any]
@@ -253,7 +297,7 @@ class SlackConnector:
         ops: list[SyncOp] = list(result.ops)
         for refresh_id in result.refresh_channels:
             self._channel(refresh_id, refresh=True)  # name, privacy; a deleted channel keeps its last info
-            ops.append(self._channel_members(refresh_id))
+            ops.extend(self._channel_member_ops(refresh_id))
         for reacl_id in result.reacl_channels:
             ops.extend(self._reacl_channel(reacl_id))
         if result.refresh_workspace:
@@ -278,6 +322,19 @@ class SlackConnector:
         acl = channel_acl(channel.id, is_private=channel.is_private, team_id=self._team())
         for external_id in self._channel_external_ids(channel):
             yield UpdateAcl(external_id=external_id, acl=acl)
+
+    def _channel_member_ops(self, channel_id: str) -> list[SyncOp]:
+        """The channel's members, preceded by an identity for each Slack Connect member from
+        another organisation (fetched with users.info), so an admin can map them."""
+        members = self._channel_members(channel_id)
+        team_id = self._team()
+        users = self._load_users()
+        external: list[SyncOp] = []
+        for principal in members.member_principals:
+            user = users.get(principal.removeprefix("slack:user:"))
+            if user is not None and is_external(user, team_id):
+                external.append(external_identity_op(user))
+        return [*external, members]
 
     def _channel_members(self, channel_id: str) -> SetGroupMembers:
         channels = self._load_channels()
@@ -330,9 +387,10 @@ class SlackConnector:
 
     def _load_channels(self, refresh: bool = False) -> dict[str, ChannelInfo]:
         if self._channels is None or refresh:
-            self._channels = {
-                str(c["id"]): ChannelInfo.from_api(c) for c in self.client.iter_channels(types=self.channel_types)
-            }
+            listed = list(self.client.iter_channels(types=self.channel_types))
+            self._channels = {str(c["id"]): ChannelInfo.from_api(c) for c in listed}
+            # Bot tokens get ``is_member`` on each conversation; absent means "not said": assume in.
+            self._not_member = {str(c["id"]) for c in listed if c.get("is_member") is False}
             self._context_cache = None
         return self._channels
 

@@ -213,3 +213,31 @@ def test_indexing_a_batch_of_documents_builds_the_same_lexical_index_as_one_at_a
     one_by_one, batched = lexical_index(cast.tenant_a), lexical_index(cast.tenant_b)
     assert len(one_by_one[0]) > 2 and len(one_by_one[1]) > 20  # several chunks, many postings
     assert batched == one_by_one
+
+
+def test_a_file_without_text_is_indexed_by_its_metadata_instead_of_failing_its_event(cast) -> None:
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    src = source_for(cast.tenant_a)
+    image = replace(
+        make_doc("att:diagram", "", [["confluence:user:alice"]], title="network-diagram.png", media_type="image/png"),
+        content=b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        author="Alice Example",
+        created_at=datetime(2024, 3, 1, tzinfo=UTC),
+        metadata={"container_title": "Network runbook"},
+    )
+    archive = make_doc("att:logs", "", [["public:tenant"]], title="logs.zip", media_type="application/zip")
+    enqueue(cast.tenant_a, src, image)
+    enqueue(cast.tenant_a, src, archive)
+    ingest_inline(cast.tenant_a.pk)
+
+    with tenant_context(cast.tenant_a.pk):
+        assert set(IngestEvent.objects.values_list("status", flat=True)) == {IngestEvent.Status.DONE}
+        document = Document.objects.get(external_id="att:diagram")
+        text = " ".join(Chunk.objects.filter(document=document).values_list("text", flat=True))
+        assert document.acl_set.clauses == [["confluence:user:alice"]]
+        assert document.media_type == "image/png"
+    assert "File: network-diagram.png" in text
+    assert "Location: ENG / Network runbook" in text
+    assert "Type: image/png" in text and "Author: Alice Example" in text and "Created: 2024-03-01" in text

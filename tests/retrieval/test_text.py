@@ -443,3 +443,102 @@ def test_extracted_text_is_capped_at_max_text_chars(monkeypatch: pytest.MonkeyPa
     assert 0 < len(result.text) <= 50
     assert raw.startswith(result.text.split("\n\n")[0])
     assert MAX_TEXT_CHARS == 2_000_000
+
+
+# ---- spreadsheets, presentations, CSV (issue 15) ------------------------------------------
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+
+
+def _xlsx(sheets: dict[str, list[list[object]]], hidden: tuple[str, ...] = ()) -> bytes:
+    import io
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+        if name in hidden:
+            sheet.sheet_state = "hidden"
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_a_spreadsheet_becomes_one_heading_per_sheet_and_one_paragraph_per_row() -> None:
+    content = _xlsx(
+        {
+            "Budget": [["Team", "Q3 spend"], ["Platform", 120000], [None, None], ["Search", 80000]],
+            "Secret": [["salaries", 1]],
+        },
+        hidden=("Secret",),
+    )
+
+    result = extract_text(content, XLSX)
+
+    _assert_well_formed(result)
+    assert result.text == "Budget\n\nTeam | Q3 spend\n\nPlatform | 120000\n\nSearch | 80000"
+    assert [h.title for h in result.headings] == ["Budget"]
+    assert "salaries" not in result.text  # a hidden sheet is invisible in Excel
+
+
+def test_a_presentation_yields_slide_titles_as_headings_with_body_tables_and_notes() -> None:
+    import io
+
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Launch plan"
+    slide.placeholders[1].text_frame.text = "Ship the connector in March"
+    table = slide.shapes.add_table(2, 2, Inches(1), Inches(4), Inches(4), Inches(1)).table
+    table.cell(0, 0).text, table.cell(0, 1).text = "Owner", "Date"
+    table.cell(1, 0).text, table.cell(1, 1).text = "Alice", "March 3"
+    slide.notes_slide.notes_text_frame.text = "Mention the rollback drill"
+    out = io.BytesIO()
+    deck.save(out)
+
+    result = extract_text(out.getvalue(), PPTX)
+
+    _assert_well_formed(result)
+    assert result.text.split("\n\n") == [
+        "Launch plan", "Ship the connector in March", "Owner | Date", "Alice | March 3", "Mention the rollback drill",
+    ]  # fmt: skip
+    assert [h.title for h in result.headings] == ["Launch plan"]
+
+
+def test_csv_rows_become_paragraphs_whatever_the_delimiter() -> None:
+    semicolons = b"region;revenue\nEMEA;1.2m\nAPAC;0.9m\n"
+
+    assert extract_text(semicolons, "text/csv").text == "region | revenue\n\nEMEA | 1.2m\n\nAPAC | 0.9m"
+    assert extract_text(b'a,"b, c"\n', "text/csv; charset=utf-8").text == "a | b, c"
+
+
+def test_a_corrupt_spreadsheet_or_deck_is_an_extraction_error_not_a_crash() -> None:
+    with pytest.raises(ExtractionError):
+        extract_text(b"PK\x03\x04 not really a zip", XLSX)
+    with pytest.raises(ExtractionError):
+        extract_text(b"plain bytes", PPTX)
+
+
+def test_a_file_without_an_extractor_is_described_by_its_metadata() -> None:
+    with pytest.raises(UnsupportedMediaType):
+        extract_text(b"\x89PNG\r\n", "image/png")
+
+    described = text_module.metadata_text(
+        title="architecture-diagram.png", media_type="image/png; name=x", path="ENG / Welcome",
+        author="Alice", created="2024-01-02", updated="",
+    )  # fmt: skip
+
+    _assert_well_formed(described)
+    assert described.text.split("\n\n") == [
+        "File: architecture-diagram.png", "Location: ENG / Welcome", "Type: image/png", "Author: Alice",
+        "Created: 2024-01-02",
+    ]  # fmt: skip
+    assert not text_module.has_extractor("application/zip")
+    assert text_module.has_extractor("text/csv")

@@ -51,6 +51,11 @@ class FakeConfluence:
         self.throttle_once: dict[str, str] = {}  # path -> Retry-After value
         self.fail_once: set[str] = set()  # paths answered 500 once
         self._trash: dict[str, tuple[dict[str, Any], int]] = {}
+        # v1 offset listings may answer fewer items than ``limit`` although more follow: "the
+        # limit ... may be restricted by fixed system limits"
+        # (https://developer.atlassian.com/cloud/confluence/rest/v1/intro/#pagination); only a
+        # missing ``_links.next`` ends a listing.  The fake caps its pages here to show it.
+        self.v1_page_cap = 1
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -127,13 +132,23 @@ class FakeConfluence:
             return 404, {}, b'{"message": "Not found"}'
         body = copy.deepcopy(self.json[path])
         extra: dict[str, str] = {}
+        if path.startswith("/wiki/api/v2/") and "limit" in query:
+            # v2 ``limit``: "Minimum 1, Maximum 250" on every listing
+            # (https://developer.atlassian.com/cloud/confluence/rest/v2/api-group-page/#api-spaces-id-pages-get);
+            # outside that range the API answers 400.
+            if not query["limit"].isdigit() or not 1 <= int(query["limit"]) <= 250:
+                return 400, {}, b'{"errors": [{"status": 400, "code": "INVALID_REQUEST_PARAMETER"}]}'
         if path.startswith("/wiki/api/v2/") and "results" not in body:
             if query.get("body-format") != "storage":
                 body.pop("body", None)
+            # A single page/blog post/space carries ``_links`` webui/editui/tinyui but no ``base``
+            # (PageSingle in https://developer.atlassian.com/cloud/confluence/rest/v2/api-group-page/#api-pages-id-get);
+            # ``base`` is on listings (MultiEntityResult ``_links``).
+            (body.get("_links") or {}).pop("base", None)
         elif path == "/wiki/rest/api/content/search":
             body, extra = self._search(body, query)
         elif path.startswith("/wiki/rest/api/group"):
-            body = self._offset_page(body, query)
+            body = self._offset_page(path, body, query)
         elif path.endswith("/restriction/byOperation/read"):
             # Users and groups are paged together by start/limit.
             start, limit = int(query.get("start", 0)), int(query.get("limit", 200))
@@ -165,11 +180,19 @@ class FakeConfluence:
                 body["_links"] = {**body.get("_links", {}), "next": nxt}
         return body, headers
 
-    def _offset_page(self, body: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
-        # No "next" link on purpose: Confluence Cloud omits it on group member listings.
+    def _offset_page(self, path: str, body: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
+        # v1 offset paging (https://developer.atlassian.com/cloud/confluence/rest/v1/intro/#pagination):
+        # ``_links.next`` is relative to ``_links.base`` (the /wiki root) and absent on the last
+        # page; a page may be shorter than ``limit`` (see ``v1_page_cap``).
         start, limit = int(query.get("start", 0)), int(query.get("limit", 200))
-        body["results"] = body["results"][start : start + limit]
+        results = body["results"]
+        served = min(limit, self.v1_page_cap)
+        body["results"] = results[start : start + served]
         body.update(start=start, limit=limit, size=len(body["results"]))
+        body["_links"] = {"base": f"{self.url}/wiki", "context": "/wiki"}
+        if start + served < len(results):
+            rest = {k: v for k, v in query.items() if k != "start"}
+            body["_links"]["next"] = f"{path.removeprefix('/wiki')}?{urlencode({**rest, 'start': start + served})}"
         return body
 
     def _search(self, body: dict[str, Any], query: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:

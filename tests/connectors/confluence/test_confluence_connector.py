@@ -19,7 +19,7 @@ from connectors.base import (
     UpdateAcl,
     UpsertDocument,
 )
-from connectors.confluence import ConfluenceConnector, ConfluenceSettings, parse_event, verify_secret
+from connectors.confluence import ConfluenceClient, ConfluenceConnector, ConfluenceSettings, parse_event, verify_secret
 from connectors.confluence.mapping import STORAGE_MEDIA_TYPE
 from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, CAROL, Index
@@ -28,6 +28,7 @@ ENG_PAGES = {f"page:{n}" for n in range(101, 108)}
 EVERY_DOC = ENG_PAGES | {
     "attachment:att201",
     "attachment:att202",
+    "attachment:att203",  # image/png: indexed by its metadata, with its page's ACL
     "blogpost:301",
     "page:401",
     "page:501",
@@ -68,6 +69,7 @@ def test_each_user_reads_exactly_what_confluence_would_show_them(site: FakeConfl
         "alice": {
             "page:101",
             "attachment:att201",
+            "attachment:att203",
             "page:102",
             "page:103",
             "page:104",
@@ -80,6 +82,7 @@ def test_each_user_reads_exactly_what_confluence_would_show_them(site: FakeConfl
         "bob": {
             "page:101",
             "attachment:att201",
+            "attachment:att203",
             "page:106",
             "attachment:att202",
             "page:107",
@@ -120,7 +123,8 @@ def test_an_attachment_inherits_its_pages_acl(site: FakeConfluence) -> None:
 
     assert index.acls["attachment:att202"] == index.acls["page:106"]
     assert index.acls["attachment:att201"] == index.acls["page:101"]
-    assert "attachment:att203" not in index.docs  # image/png: nothing for the pipeline to extract
+    # image/png: nothing to extract, so it is not downloaded, yet it is indexed with the page's ACL.
+    assert index.acls["attachment:att203"] == index.acls["page:101"]
 
 
 def test_only_the_read_space_permission_grants_view(site: FakeConfluence) -> None:
@@ -292,7 +296,7 @@ def test_incremental_sync_picks_up_an_edit_since_the_last_run_minus_the_overlap(
         'type in (page,blogpost,attachment) and lastmodified >= "2024-06-01 11:30" order by lastmodified asc'
     )
     upserted = [op.doc for op in index.applied[before:] if isinstance(op, UpsertDocument)]
-    assert [d.external_id for d in upserted] == ["page:101", "attachment:att201"]
+    assert [d.external_id for d in upserted] == ["page:101", "attachment:att201", "attachment:att203"]
     assert index.docs["page:101"].source_version == 4
     assert index.docs["page:101"].content == b"<p>Welcome, now with on-call rota.</p>"
     assert index.checkpoint == {"mode": "incremental", "since": "2024-06-01T13:00:00+00:00", "complete": True}
@@ -312,7 +316,14 @@ def test_permission_sync_updates_acls_without_fetching_bodies(site: FakeConfluen
 
     assert {type(op) for op in ops} == {UpdateAcl, SetGroupMembers, IdentitySeen}
     assert {op.external_id for op in ops if isinstance(op, UpdateAcl)} == EVERY_DOC
-    assert index.table()["bob"] == {"page:101", "attachment:att201", "page:107", "blogpost:301", "page:501"}
+    assert index.table()["bob"] == {
+        "page:101",
+        "attachment:att201",
+        "attachment:att203",
+        "page:107",
+        "blogpost:301",
+        "page:501",
+    }
     assert "page:106" not in index.readable(CAROL)  # listed, but still no read/space on ENG
     assert index.acls["page:104"] == acl_of_104
     fetched = site.paths()
@@ -354,7 +365,10 @@ def test_a_trashed_then_restored_page_leaves_and_returns_via_webhooks(site: Fake
     assert "page:107" in index.readable(ALICE) and "page:107" in index.readable(BOB)
     assert "page:107" not in index.readable(CAROL)
     assert trashed.event_id != restored.event_id
-    assert isinstance(list(connector.webhook_ops(trashed))[0], DeleteDocument)
+    # The trash event replayed after the restore: Confluence says the page is current, so it stays.
+    replayed = list(connector.webhook_ops(trashed))
+    assert not [op for op in replayed if isinstance(op, DeleteDocument)]
+    assert [op.doc.external_id for op in replayed if isinstance(op, UpsertDocument)][0] == "page:107"
 
 
 # ---------------------------------------------------------------- admin
@@ -374,3 +388,134 @@ def test_test_connection_reports_bad_credentials_without_echoing_the_token(site:
 def test_test_connection_names_configured_spaces_that_do_not_exist(site: FakeConfluence) -> None:
     with pytest.raises(ConnectorError, match="NOPE"):
         make_connector(site, space_keys=("ENG", "NOPE")).test_connection()
+
+
+def _hook_payload(page_id: int, version: int, ts: int = 1717243200000) -> bytes:
+    return (
+        b'{"userAccountId": "557058:ca201000-0000-4000-8000-000000000003", "accountType": "customer",'
+        b' "timestamp": %d, "page": {"id": %d, "spaceKey": "ENG", "version": %d}}' % (ts, page_id, version)
+    )
+
+
+def test_a_forged_or_replayed_webhook_cannot_hide_delete_or_roll_back_a_page(site: FakeConfluence) -> None:
+    index = full_index(site)
+    connector = make_connector(site)
+
+    # mallory forges a trash and a removal for a live page: Confluence says it is current.
+    for route in ("page_trashed", "page_removed"):
+        for op in connector.webhook_ops(parse_event(f"/hooks/confluence/x/{route}", _hook_payload(107, 6))):
+            index.apply(op)
+    assert "page:107" in index.docs and "page:107" in index.readable(ALICE)
+
+    # A replayed page_updated claiming version 1 re-reads the page: version 5, the API's body.
+    ops = list(connector.webhook_ops(parse_event("/hooks/confluence/x/page_updated", _hook_payload(107, 1))))
+    for op in ops:
+        index.apply(op)
+    assert index.docs["page:107"].source_version == 5
+    assert index.docs["page:107"].content.startswith(b'<ac:structured-macro ac:name="info">')
+    assert all(op.source_version is None for op in ops if isinstance(op, DeleteDocument))
+
+    # A real trash is confirmed by the API (404 for the page itself) and removes it.
+    site.trash_page("107")
+    for op in connector.webhook_ops(parse_event("/hooks/confluence/x/page_updated", _hook_payload(107, 6))):
+        index.apply(op)
+    assert "page:107" not in index.docs
+
+
+def test_a_page_the_api_reports_as_trashed_leaves_the_index(site: FakeConfluence) -> None:
+    index = full_index(site)
+    # v2 answers a trashed page with status "trashed" when asked for it
+    # (ContentStatus, https://developer.atlassian.com/cloud/confluence/rest/v2/api-group-page/#api-pages-id-get).
+    site.json["/wiki/api/v2/pages/103"]["status"] = "trashed"
+
+    for op in make_connector(site).webhook_ops(parse_event("/hooks/confluence/x/page_trashed", _hook_payload(103, 2))):
+        index.apply(op)
+
+    assert "page:103" not in index.docs
+    assert "page:104" in index.docs
+
+
+def test_a_404_for_the_space_an_ancestor_or_a_group_never_deletes_content(site: FakeConfluence) -> None:
+    index = full_index(site)
+    before = dict(index.docs)
+    space = site.json.pop("/wiki/api/v2/spaces/65537")  # the space by id now answers 404
+    site.json.pop("/wiki/rest/api/group/1ead0000-0000-4000-8000-000000001ead/membersByGroupId")
+    connector = make_connector(site)
+
+    ops = list(connector.webhook_ops(parse_event("/hooks/confluence/x/page_updated", _hook_payload(107, 5))))
+    assert not [op for op in ops if isinstance(op, DeleteDocument)]
+
+    site.json["/wiki/api/v2/spaces/65537"] = space
+    ancestors = site.json.pop("/wiki/api/v2/pages/104/ancestors")  # the ancestor lookup answers 404
+    with pytest.raises(ConnectorError):  # the event is retried later; nothing was deleted
+        list(make_connector(site).webhook_ops(parse_event("/hooks/confluence/x/page_updated", _hook_payload(104, 1))))
+    site.json["/wiki/api/v2/pages/104/ancestors"] = ancestors
+
+    ops = [op for op, _ in make_connector(site).permission_sync({})]
+    for op in ops:
+        index.apply(op)
+    assert not [op for op in ops if isinstance(op, DeleteDocument)]
+    assert set(index.docs) == set(before)
+    assert "confluence:group:1ead0000-0000-4000-8000-000000001ead" not in {
+        op.group_principal for op in ops if isinstance(op, SetGroupMembers)
+    }  # skipped, not emptied and not fatal
+
+
+def test_v1_listings_follow_next_links_through_short_pages_to_the_end(site: FakeConfluence) -> None:
+    site.v1_page_cap = 1  # asked for 2 per page, served 1: a short page that is not the last
+    connector = make_connector(site)
+
+    groups = list(connector.client.groups())
+    members = list(connector.client.group_members("e1000000-0000-4000-8000-00000000e001"))
+
+    assert [g["name"] for g in groups] == ["engineering", "leads", "finance"]
+    assert {m["accountId"] for m in members} == {ALICE.split(":", 2)[2], BOB.split(":", 2)[2]}
+    starts = [r.query.get("start") for r in site.requests if r.path == "/wiki/rest/api/group"]
+    assert starts == ["0", "1", "2"]
+
+
+def test_a_long_retry_after_goes_back_to_the_queue_instead_of_sleeping(site: FakeConfluence) -> None:
+    site.throttle_once["/wiki/api/v2/pages/103"] = "8"  # above the 2 s inline budget, below 60 s
+    slept: list[float] = []
+    client = ConfluenceClient(
+        site.url, session=requests.Session(), email="svc@acme.example", api_token=TOKEN, page_size=2,
+        sleep=slept.append,
+    )  # fmt: skip
+    connector = ConfluenceConnector(ConfluenceSettings(site_url=site.url), client=client)
+
+    with pytest.raises(ConnectorError) as caught:
+        Index().run(connector.full_sync({}))
+
+    assert caught.value.retry_after == pytest.approx(8, abs=0.01)  # the task's countdown
+    assert not [s for s in slept if s > 2.0]  # nothing slept in-process for the long wait
+
+
+def test_document_urls_are_absolute_even_when_the_api_gives_relative_links(site: FakeConfluence) -> None:
+    index = full_index(site)
+    connector = make_connector(site)
+    # Before any listing brings ``_links.base``, links resolve against the site's /wiki root.
+    assert connector.client.base_url == f"{site.url}/wiki"
+    # The webhook path reads single entities (no ``base``); the base comes from a listing it makes.
+    ops = list(connector.webhook_ops(parse_event("/hooks/confluence/x/page_updated", _hook_payload(107, 5))))
+    hooked = next(op.doc for op in ops if isinstance(op, UpsertDocument))
+
+    for doc in [*index.docs.values(), hooked]:
+        assert doc.url.startswith(("https://", "http://")), doc.url
+    assert index.docs["attachment:att203"].url.startswith("https://acme.atlassian.net/wiki/pages/viewpageattachments")
+    assert (
+        hooked.url
+        == index.docs["page:107"].url
+        == "https://acme.atlassian.net/wiki/spaces/ENG/pages/107/Release+process"
+    )
+
+
+def test_attachments_without_an_extractor_are_indexed_by_metadata_without_downloading(site: FakeConfluence) -> None:
+    index = full_index(site)
+
+    image = index.docs["attachment:att203"]
+    assert (image.title, image.media_type, image.content) == ("diagram.png", "image/png", b"")
+    assert image.metadata["metadata_only"] == "1"
+    assert image.metadata["file_name"] == "diagram.png"
+    assert image.metadata["container_title"]
+    assert image.author and image.created_at and image.updated_at
+    assert not [p for p in site.paths() if p.endswith("/diagram.png")]

@@ -162,3 +162,21 @@ def test_a_redelivered_event_keeps_its_id_and_a_restore_gets_a_new_one() -> None
 
     assert first.event_id == again.event_id
     assert restored.event_id != first.event_id
+
+
+def test_a_signed_webhook_is_verified_by_its_hmac_and_a_bad_signature_wins_over_a_url_secret() -> None:
+    from connectors.confluence.webhooks import sign_body
+
+    body = b'{"page": {"id": 107}}'
+    # X-Hub-Signature: HMAC-SHA256 of the body under the webhook's secret
+    # (https://confluence.atlassian.com/doc/managing-webhooks-1021225606.html).
+    signature = sign_body("s3cret", body)
+    assert signature.startswith("sha256=") and "s3cret" not in signature
+
+    assert verify_secret("s3cret", headers={"X-Hub-Signature": signature}, query={}, body=body)
+    assert verify_secret("s3cret", headers={"x-hub-signature": signature.removeprefix("sha256=")}, query={}, body=body)
+    assert not verify_secret("s3cret", headers={"X-Hub-Signature": signature}, query={}, body=body + b" ")
+    assert not verify_secret("other", headers={"X-Hub-Signature": signature}, query={}, body=body)
+    # A present but wrong signature is refused even when the URL also carries the secret.
+    assert not verify_secret("s3cret", headers={"X-Hub-Signature": "sha256=00"}, query={"secret": "s3cret"}, body=body)
+    assert not verify_secret("", headers={"X-Hub-Signature": sign_body("", body)}, query={}, body=body)

@@ -8,6 +8,7 @@ A, B, C = "alice", "bob", "carol"
 READERS = {
     "page:101": {A, B},
     "attachment:att201": {A, B},
+    "attachment:att203": {A, B},  # diagram.png: no text, found by its metadata, with page 101's ACL
     "page:102": {A},
     "page:103": {A},
     "page:104": {A},  # restricted only through its grandparent 102

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
+from connectors.confluence.webhooks import sign_body
 from connectors.models import InboundEvent
-from connectors.tasks import process_inbound_event
+from connectors.tasks import execute_sync, process_inbound_event
 from core.crypto import decrypt_text
 from retrieval.tasks import process_pending_inline
 from tenants.context import tenant_context
@@ -53,7 +54,8 @@ def _instance(cast, site):  # type: ignore[no-untyped-def]
     return instance
 
 
-def _hook(instance, event: str, page_id: int, version: int, ts: int, secret: str | None = None):  # type: ignore[no-untyped-def]
+def _hook(instance, event: str, page_id: int, version: int, ts: int, secret: str | None = None,  # type: ignore[no-untyped-def]
+          signed_with: str | None = None):  # fmt: skip
     body = (
         '{"userAccountId": "557058:b0b00000-0000-4000-8000-000000000002", "accountType": "customer",'
         f' "timestamp": {ts}, "page": {{"id": {page_id}, "spaceKey": "ENG", "version": {version}}}}}'
@@ -61,7 +63,10 @@ def _hook(instance, event: str, page_id: int, version: int, ts: int, secret: str
     url = f"/hooks/confluence/{instance.hook_uuid}/{event}"
     if secret is not None:
         url += f"?secret={secret}"
-    return APIClient().post(url, data=body, content_type="application/json")
+    headers = {}
+    if signed_with is not None:
+        headers["HTTP_X_HUB_SIGNATURE"] = sign_body(signed_with, body.encode())
+    return APIClient().post(url, data=body, content_type="application/json", **headers)
 
 
 def test_it_syncs_the_site_and_each_person_reads_exactly_what_confluence_allows(cast, site) -> None:
@@ -149,3 +154,40 @@ def test_a_webhook_event_fails_visibly_instead_of_retrying_forever_when_confluen
     with tenant_context(cast.tenant_a.pk):
         event = InboundEvent.objects.get(pk=pk)
     assert event.status == "failed" and "rejected" in event.error and "revoked-token" not in event.error
+
+
+def test_a_signed_but_forged_trash_or_rollback_changes_nothing_and_a_confirmed_trash_removes_the_page(
+    cast, site
+) -> None:
+    instance = _instance(cast, site)
+    sync(cast.tenant_a.pk, instance, "full")
+    with tenant_context(cast.tenant_a.pk):
+        secret = decrypt_text(instance.webhook_secret_encrypted)
+    assert _hook(instance, "page_trashed", 107, 9, 1717243200000, signed_with="wrong").status_code == 401
+
+    # Correctly signed (the secret never in the URL), but the page is live at version 5.
+    assert _hook(instance, "page_trashed", 107, 9, 1717243200000, signed_with=secret).status_code == 200
+    assert _hook(instance, "page_updated", 107, 1, 1717243300000, signed_with=secret).status_code == 200
+    _drain(cast.tenant_a.pk)
+    docs = documents(cast.tenant_a.pk, instance)
+    assert docs["page:107"].source_version == 5
+    assert "page:107" in table(cast, docs, ("alice",))["alice"]
+
+    site.trash_page("107")
+    assert _hook(instance, "page_trashed", 107, 5, 1717243400000, signed_with=secret).status_code == 200
+    _drain(cast.tenant_a.pk)
+    assert "page:107" not in documents(cast.tenant_a.pk, instance)
+
+
+def test_a_long_retry_after_sends_the_run_back_to_the_queue_and_the_retry_completes_it(cast, site) -> None:
+    instance = _instance(cast, site)
+    site.throttle_once["/wiki/api/v2/pages/103"] = "30"
+    with tenant_context(cast.tenant_a.pk):
+        from connectors.actions import do_request_sync
+
+        state = do_request_sync(instance, "full")
+
+    assert execute_sync(cast.tenant_a.pk, instance.pk, "full", state.run_id) == "throttled"
+    assert execute_sync(cast.tenant_a.pk, instance.pk, "full", state.run_id) not in ("throttled", "retrying")
+    process_pending_inline(cast.tenant_a.pk)
+    assert set(documents(cast.tenant_a.pk, instance)) == set(READERS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -43,6 +44,18 @@ class FakeSlack:
     injected: list[Injected] = field(default_factory=list)
     _counts: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Bot token scopes granted at install; a method needing one it lacks answers missing_scope.
+    scopes: set[str] = field(
+        default_factory=lambda: {
+            "channels:read", "channels:history", "channels:join", "groups:read", "groups:history",
+            "users:read", "users:read.email",
+        }
+    )  # fmt: skip
+    # Slack Connect members from other organisations: they appear in conversations.members of the
+    # shared channel and users.info answers them with their own org's team_id ("be on the lookout
+    # for minor differences in channel, message, user, team ... objects",
+    # https://docs.slack.dev/apis/slack-connect); users.list lists this workspace's users only.
+    external_users: list[dict[str, Any]] = field(default_factory=list)
 
     # -- test controls --------------------------------------------------------------------------
 
@@ -98,6 +111,11 @@ class FakeSlack:
     def _dispatch(self, method: str, params: dict[str, str], token: str | None) -> dict[str, Any]:
         if token != TOKEN:
             return {"ok": False, "error": "invalid_auth"}
+        needed = self._needed_scope(method, params)
+        if needed is not None and needed not in self.scopes:
+            # "missing_scope": the response names the scope it needed and those the token has
+            # (https://api.slack.com/methods/conversations.join, Errors; https://api.slack.com/scopes).
+            return {"ok": False, "error": "missing_scope", "needed": needed, "provided": ",".join(sorted(self.scopes))}
         team = self.data["team"]
         limit = int(params.get("limit") or 100)
         if method == "auth.test":
@@ -111,14 +129,19 @@ class FakeSlack:
         if method == "users.list":
             return _offset_page("members", self.data["users"], params.get("cursor"), limit)
         if method == "users.info":
-            user = next((u for u in self.data["users"] if u["id"] == params.get("user")), None)
+            known = self.data["users"] + self.external_users
+            user = next((u for u in known if u["id"] == params.get("user")), None)
             return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+        bot = self.data["bot_user_id"]
         if method == "conversations.list":
             wanted = set((params.get("types") or "public_channel").split(","))
             channels = [
-                _public_channel(c)
+                self._channel_view(c)
                 for c in self.data["channels"]
                 if ("private_channel" if c["is_private"] else "public_channel") in wanted
+                # Private channels are listed only to members ("private channels ... the calling
+                # user ... is a member of", https://api.slack.com/methods/conversations.list).
+                and (not c["is_private"] or bot in c["members"])
             ]
             return _offset_page("channels", channels, params.get("cursor"), limit)
         channel_id = params.get("channel", "")
@@ -126,9 +149,23 @@ class FakeSlack:
         if channel is None:
             return {"ok": False, "error": "channel_not_found"}
         if method == "conversations.info":
-            return {"ok": True, "channel": _public_channel(channel)}
+            return {"ok": True, "channel": self._channel_view(channel)}
+        if method == "conversations.join":
+            # https://api.slack.com/methods/conversations.join: public channels only
+            # (method_not_supported_for_channel_type), never an archived one (is_archived).
+            if channel["is_private"]:
+                return {"ok": False, "error": "method_not_supported_for_channel_type"}
+            if channel.get("is_archived"):
+                return {"ok": False, "error": "is_archived"}
+            if bot not in channel["members"]:
+                channel["members"].append(bot)
+            return {"ok": True, "channel": self._channel_view(channel)}
         if method == "conversations.members":
             return _offset_page("members", channel["members"], params.get("cursor"), limit)
+        if method in ("conversations.history", "conversations.replies") and bot not in channel["members"]:
+            # A bot token reads only channels the app is in: "not_in_channel"
+            # (https://api.slack.com/methods/conversations.history, Errors).
+            return {"ok": False, "error": "not_in_channel"}
         messages = self.data["messages"].get(channel_id, [])
         if method == "conversations.history":
             return self._history(messages, params, limit)
@@ -173,6 +210,26 @@ class FakeSlack:
             "has_more": bool(rest),
             "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest else ""},
         }
+
+    def _channel_view(self, channel: dict[str, Any]) -> dict[str, Any]:
+        # ``is_member``: whether the calling bot is in the channel (conversation object,
+        # https://api.slack.com/types/conversation).
+        return _public_channel(channel) | {"is_member": self.data["bot_user_id"] in channel["members"]}
+
+    def _needed_scope(self, method: str, params: dict[str, str]) -> str | None:
+        """The bot scope each method needs (https://api.slack.com/methods/<method>, "Required scopes")."""
+        channel = next((c for c in self.data["channels"] if c["id"] == params.get("channel")), None)
+        private = bool(channel and channel["is_private"])
+        return {
+            "conversations.join": "channels:join",
+            "conversations.history": "groups:history" if private else "channels:history",
+            "conversations.replies": "groups:history" if private else "channels:history",
+            "conversations.info": "groups:read" if private else "channels:read",
+            "conversations.members": "groups:read" if private else "channels:read",
+            "conversations.list": "channels:read",
+            "users.list": "users:read",
+            "users.info": "users:read",
+        }.get(method)
 
     @staticmethod
     def _with_thread_fields(message: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -255,16 +312,22 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeSlackServer:
     """Context manager: ``with FakeSlackServer() as server: server.base_url, server.fake``."""
 
-    def __init__(self, fake: FakeSlack | None = None) -> None:
+    def __init__(self, fake: FakeSlack | None = None, *, tls: tuple[Path, Path] | None = None) -> None:
         self.fake = fake or FakeSlack()
         handler = type("BoundHandler", (_Handler,), {"fake": self.fake})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._scheme = "http"
+        if tls is not None:  # (certificate, key): serve HTTPS with a throwaway certificate
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return f"{self._scheme}://{host}:{port}/api/"
 
     def __enter__(self) -> Self:
         self._thread.start()

@@ -21,6 +21,7 @@ def server() -> Iterator[FakeSlackServer]:
 
 def test_a_429_with_a_fractional_retry_after_is_waited_out_then_retried(server: FakeSlackServer) -> None:
     client = SlackClient(TOKEN, base_url=server.base_url, retry_jitter_s=0.05)
+    client.join("C0PROJ")  # a bot token reads only channels the app is in
     server.fake.rate_limit_next("conversations.history", retry_after="0.5")
 
     page = client.history_page("C0PROJ")

@@ -300,3 +300,76 @@ def test_test_connection_rejects_a_bad_token_with_a_readable_message(server: Fak
     with pytest.raises(ConnectorError, match="invalid_auth") as caught:
         make_connector(server, token="xoxb-wrong").test_connection()
     assert "xoxb" not in str(caught.value)
+
+
+# -- issue 15: Slack Connect members, joining public channels, scopes, CA settings ---------------
+
+PARTNER = {
+    "id": "U0EXTPAT",
+    "team_id": "T0PARTNER",
+    "name": "pat",
+    "real_name": "Pat Partner",
+    "is_bot": False,
+    "deleted": False,
+    "profile": {"display_name": "Pat", "email": "pat@partner.test"},
+    "is_email_confirmed": True,
+}
+
+
+def test_slack_connect_members_from_another_org_are_recorded_unverified_and_grant_nothing_unmapped(
+    server: FakeSlackServer,
+) -> None:
+    server.fake.external_users.append(PARTNER)
+    server.fake.add_member("C0PROJ", "U0EXTPAT")
+
+    ops = ops_of(make_connector(server).permission_sync({}))
+
+    identity = next(op for op in ops if isinstance(op, IdentitySeen) and op.principal == "slack:user:U0EXTPAT")
+    # Recorded so an admin can map it, but never as a verified e-mail: no automatic mapping.
+    assert (identity.email, identity.email_verified, identity.is_guest) == ("pat@partner.test", False, True)
+    assert "external" in identity.display_name and "T0PARTNER" in identity.display_name
+    workspace = next(op for op in ops if isinstance(op, SetGroupMembers) and op.group_principal.endswith("T0CAIRN"))
+    assert "slack:user:U0EXTPAT" not in workspace.member_principals
+    calls = [p["user"] for _, p, _ in server.fake.calls_to("users.info")]
+    assert calls == ["U0EXTPAT"]
+
+
+def test_a_public_channel_the_app_is_not_in_is_joined_then_indexed(server: FakeSlackServer) -> None:
+    assert "U0BOT" not in server.fake.channel("C0PROJ")["members"]
+
+    _, ledger = synced(server)
+
+    assert [p["channel"] for _, p, _ in server.fake.calls_to("conversations.join")] == ["C0PROJ"]
+    assert PROJECT_X <= set(ledger.docs)
+
+
+def test_a_channel_the_app_cannot_join_is_skipped_with_the_missing_scope_named(server: FakeSlackServer) -> None:
+    server.fake.scopes.discard("channels:join")
+    connector = make_connector(server)
+
+    pairs = list(connector.full_sync({}))
+
+    assert not {op.doc.external_id for op, _ in pairs if isinstance(op, UpsertDocument)} & PROJECT_X
+    assert pairs[-1][1]["skipped"] == {"C0PROJ": "#project-x: missing_scope: channels:join"}
+    assert GENERAL <= {op.doc.external_id for op, _ in pairs if isinstance(op, UpsertDocument)}
+
+
+def test_a_missing_history_scope_fails_the_run_with_the_scope_in_the_error(server: FakeSlackServer) -> None:
+    server.fake.scopes.discard("channels:history")
+
+    with pytest.raises(ConnectorError, match=r"channels:history"):
+        list(make_connector(server).full_sync({}))
+
+
+def test_the_client_trusts_the_instances_ca_file_and_nothing_else(tmp_path: Path) -> None:
+    from tests.connectors.sharepoint.fake_graph import write_self_signed_cert
+
+    cert, key = write_self_signed_cert(tmp_path)
+    with FakeSlackServer(tls=(cert, key)) as tls_server:
+        assert tls_server.base_url.startswith("https://")
+        trusted = SlackClient(TOKEN, base_url=tls_server.base_url, ca_file=str(cert))
+        assert trusted.auth_test()["team_id"] == "T0CAIRN"
+
+        untrusted = SlackClient(TOKEN, base_url=tls_server.base_url)
+        with pytest.raises(ConnectorError, match="Could not reach Slack"):
+            untrusted.auth_test()
