@@ -55,6 +55,7 @@ from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
+from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
 from answers.verification import (
     strip_unsupported_calls_to_action,
     strip_unsupported_links,
@@ -204,9 +205,55 @@ def to_evidence(chunks: list[RankedChunk]) -> list[EvidenceRecord]:
             version_label=c.version_label,
             authority_tier=c.authority_tier,
             scores={"rrf": round(c.rrf, 6), **{f"rank_{k}": v for k, v in c.ranks.items()}},
+            about=dict(c.about or {}),
         )  # fmt: skip
         for c in chunks
     ]
+
+
+# --------------------------------------------------------------------------- entities and periods bind
+
+
+def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> tuple[QueryPlan, list[Any],
+                                                                                     Abstention | None, dict[str, Any]]:  # fmt: skip
+    """Resolve the question's entities and periods against the index and keep the chunks that may answer.
+
+    Works on ranked chunks and on reused evidence records alike (both carry ``about`` and
+    ``title``/``text``).  Returns the plan with ``entity_scope``/``period_scope`` set, the kept
+    chunks, a coded abstention when nothing about the asked entity/period is readable, and the
+    trace entry (see ``answers.scoping``).
+    """
+    parsed = plan.parsed
+    companies, products = bound_entities(parsed)
+    unknown = unknown_entities(parsed, [f"{c.title}\n{c.text}" for c in chunks])
+    if not (companies or products or parsed.periods or unknown):
+        return plan, chunks, None, {}
+    about_docs = list(
+        Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
+        .exclude(about={})
+        .values_list("about", flat=True)
+    )  # fmt: skip
+    about_entities = {str(a["entity"]) for a in about_docs if a.get("entity")}
+    scope = Scope(companies=companies, products=products)
+    names: list[str] = []
+    if parsed.periods and about_docs:
+        allowed, names, unresolved = resolve_periods(parsed.periods, about_docs, companies, parsed.text)
+        scope.period_ends, scope.unresolved_periods = allowed, tuple(unresolved)
+        scope.period_label = "; ".join(names)
+    scope.trace["periods_asked"] = ", ".join(p.label for p in parsed.periods)
+    kept, dropped = bind_chunks(chunks, scope, about_entities)
+    if companies and not kept and not (set(companies) & about_entities):
+        scope.trace["entity_not_found"] = True
+    plan = replace(plan, entity_scope=companies, period_scope=scope.period_scope, period_label=scope.period_label)
+    periods_unmatched = bool(parsed.periods) and bool(companies) and not scope.period_ends and bool(about_docs)
+    abstention = scope_abstention(scope, bool(kept), unknown, periods_unmatched)
+    trace = {
+        "companies": list(companies), "products": list(products), "unknown_entities": unknown,
+        "strict_entities": sorted(set(companies) & about_entities),
+        "periods": [p.label for p in parsed.periods], "resolved_periods": names,
+        "unresolved_for": list(scope.unresolved_periods), "set_aside": dropped, "kept": len(kept),
+    }  # fmt: skip
+    return plan, kept, abstention, trace
 
 
 # --------------------------------------------------------------------------- write + verify
@@ -315,6 +362,8 @@ def decide_abstention(*, evidence: list[EvidenceRecord], drafted: int, outcomes:
         return Abstention("weak_evidence", "The sources found do not answer this question directly.")
     if outcomes and all(not o.verification.in_scope for o in outcomes):
         return Abstention("out_of_time_scope", "The sources found are outside the time or version scope asked for.")
+    if outcomes and all(not o.verification.relevant for o in outcomes):
+        return Abstention("claims_not_relevant", "The passages found do not answer this question: see the results.")
     return Abstention("all_claims_unsupported", "No drafted claim survived verification.")
 
 
@@ -512,6 +561,21 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     elif not reuse:
         freshness = check_freshness(plan, newest_indexed(plan, chunks) if chunks else None)
 
+    # ---- entities and periods bind: sources about another entity or period cannot answer
+    scope_abst: Abstention | None = None
+    if reuse:
+        plan, kept_records, scope_abst, scope_trace = apply_scope(perm, plan, list(evidence or []))
+        evidence = kept_records
+    else:
+        plan, chunks, scope_abst, scope_trace = apply_scope(perm, plan, chunks)
+        if chunks:
+            results = document_results(chunks, plan.parsed.text or question)
+    if scope_trace:
+        trace["scope"] = scope_trace
+    if scope_abst is not None:
+        chunks = []
+        evidence = [] if reuse else evidence
+
     # ---- extract (or multi-hop, which extracts and drafts per hop)
     outcomes: list[ClaimOutcome] = []
     info: dict[str, Any] = {}
@@ -589,6 +653,8 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     abstention: Abstention | None
     if mode == "results":
         abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
+    elif scope_abst is not None:
+        abstention = scope_abst
     else:
         abstention = decide_abstention(
             evidence=records, drafted=int(info.get("drafted", 0)), outcomes=outcomes,

@@ -195,6 +195,7 @@ def build_evidence(
                 authority=tier_names.get(chunk.authority_tier, f"tier {chunk.authority_tier}"),
                 hop=hop,
                 flags=flags,
+                about=dict(getattr(chunk, "about", {}) or {}),
             )
             candidates.append((sents[pick].score, rank, start, record))
 
