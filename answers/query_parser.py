@@ -402,9 +402,7 @@ def _contrasts_two_nouns(items: list[_Item], i: int) -> bool:
     if not run:
         return False
     head = run[-1].text
-    return (_plural_noun(prev.text) and _plural_noun(head)) or (
-        len(run) > 1 and _fold(prev.text) == _fold(head)
-    )
+    return (_plural_noun(prev.text) and _plural_noun(head)) or (len(run) > 1 and _fold(prev.text) == _fold(head))
 
 
 def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
