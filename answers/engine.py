@@ -50,7 +50,7 @@ from answers.contracts import (
     VerificationResult,
     to_jsonable,
 )
-from answers.evidence import build_evidence
+from answers.evidence import build_evidence, narrow_to_answer_type
 from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
 from answers.multihop import conclusion_text, run_multi_hop
@@ -321,6 +321,13 @@ def verify_one(draft: DraftClaim, plan: QueryPlan, by_id: dict[str, EvidenceReco
     return ClaimOutcome(cleaned, result, text, kept, links, ctas, attempt)
 
 
+def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord]) -> list[str]:
+    """Each citation's quote with its source's title: the title says what the page is about
+    ("Paid parental leave"), which the quoted sentence often leaves implicit."""
+    titles = {e.id: e.title for e in records}
+    return [f"{c.quote}\n{titles.get(c.evidence_id, '')}" for c in outcome.draft.citations]
+
+
 def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer: Any | None = None,
                      info: dict[str, Any] | None = None) -> Iterator[ClaimOutcome]:  # fmt: skip
     """Draft with the writer and yield each claim as soon as it is verified.
@@ -331,17 +338,32 @@ def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer:
     info = info if info is not None else {}
     writer = writer if writer is not None else _tenant_writer()[0]
     by_id = {e.id: e for e in evidence}
+    offered = evidence
     for attempt in (1, 2):
-        drafts = writer.write(plan, evidence, info=info)
+        drafts = writer.write(plan, offered, info=info)
         info["drafted"] = info.get("drafted", 0) + len(drafts)
         kept_any = False
+        missing_answer_type = False
         for draft in drafts:
             outcome = verify_one(draft, plan, by_id, attempt=attempt)
             kept_any = kept_any or outcome.kept
+            missing_answer_type = missing_answer_type or not outcome.verification.relevant
             yield outcome
-        if kept_any or not getattr(writer, "generative", False) or not drafts:
+        if kept_any or not drafts or attempt == 2:
             return
-        info["regenerated"] = True
+        if getattr(writer, "generative", False):
+            info["regenerated"] = True
+            continue
+        # A deterministic writer gets one more pass only when its claims failed the relevance
+        # check: offered, alone, the sentences that hold what a how-much / when question asks
+        # for (a number, a date), which a sentence merely sharing the question's words outranked.
+        narrowed = narrow_to_answer_type(plan, evidence) if missing_answer_type else []
+        if not narrowed:
+            return
+        evidence.extend(narrowed)  # the caller's records: sources and citations resolve against them
+        by_id.update({e.id: e for e in narrowed})
+        offered = narrowed
+        info["narrowed_to_answer_type"] = len(narrowed)
 
 
 def decide_abstention(*, evidence: list[EvidenceRecord], drafted: int, outcomes: list[ClaimOutcome],
@@ -627,7 +649,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
             if not outcome.kept:
                 continue
             held.append(outcome)
-            best = max(best, evidence_strength(plan, [c.quote for c in outcome.draft.citations]))
+            best = max(best, evidence_strength(plan, _cited_texts(outcome, records)))
             if best >= WEAK_EVIDENCE_THRESHOLD:
                 for o in held:
                     shown.append(o)
@@ -647,7 +669,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     # ---- abstain
     kept = [o for o in outcomes if o.kept]
     cited_ids = {c.evidence_id for o in kept for c in o.draft.citations}
-    strength = evidence_strength(plan, [c.quote for o in kept for c in o.draft.citations])
+    strength = evidence_strength(plan, [t for o in kept for t in _cited_texts(o, records)])
     if multi_hop:
         strength = 1.0 if kept and conclusion else strength  # each hop already checked its own value
     abstention: Abstention | None

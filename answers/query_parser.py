@@ -689,6 +689,10 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
             parsed = _parse_operator_date(value, surface)
             (afters if key == "after" else befores).append(parsed)
             labels.append((scan.working.find(surface), surface))
+    op_afters, op_befores = list(afters), list(befores)
+    named_afters: list[date] = []
+    named_befores: list[date] = []
+    relative: list[tuple[date | None, date | None]] = []
     for m in scan.time_matches:
         try:
             after, before = _resolve_time(m, today)
@@ -696,18 +700,36 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
             raise
         except (ValueError, OverflowError):
             raise QueryError("invalid_date", f"{m.group()!r} does not resolve to a date") from None
-        if after:
-            afters.append(after)
-        if before:
-            befores.append(before)
+        if m.group("rolling") or m.group("cal") or m.group("day"):
+            relative.append((after, before))
+        else:
+            if after:
+                named_afters.append(after)
+            if before:
+                named_befores.append(before)
         labels.append((m.start(), re.sub(r"\s+", " ", m.group())))
     if not labels:
         return None
-    after, before = max(afters, default=None), min(befores, default=None)
     label = ", ".join(text for _, text in sorted(labels))
-    if after is not None and before is not None and after >= before:
+
+    def empty(a: list[date], b: list[date]) -> bool:
+        return bool(a and b and max(a) >= min(b))
+
+    if empty(op_afters, op_befores) or empty(named_afters, named_befores):
+        # Contradictory operators ("after:2025 before:2024") or named periods ("in 2023 since 2024").
         raise QueryError("invalid_range", f"{label!r}: the start must be before the end")
-    return TimeScope(after=after, before=before, label=label)
+    # This window only describes the time words; nothing filters on it (``time_filter`` holds
+    # the operators).  Where the pieces contradict each other they are on different axes (an
+    # updated-date operator against a content period, or "the previous quarter" anchored on a
+    # named period, answers.scoping), so the widest consistent combination is kept.
+    afters, befores = op_afters, op_befores
+    for extra_a, extra_b in ((named_afters, named_befores),
+                             ([a for a, _ in relative if a], [b for _, b in relative if b])):  # fmt: skip
+        if not empty(afters + extra_a, befores + extra_b):
+            afters, befores = afters + extra_a, befores + extra_b
+        elif not afters and not befores:
+            afters, befores = list(extra_a), list(extra_b)
+    return TimeScope(after=max(afters, default=None), before=min(befores, default=None), label=label)
 
 
 # --------------------------------------------------------------------------- entities

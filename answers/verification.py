@@ -745,11 +745,30 @@ _HAS_DATE_RE = re.compile(
 )
 
 
+def attribute_synonyms(term_stem: str) -> frozenset[str]:
+    """The stems sources use for an asked attribute ("revenue" -> "sales", "net")."""
+    return _ATTRIBUTE_SYNONYMS.get(term_stem, frozenset())
+
+
+# Attributes that are amounts: "what was Apple's revenue" asks for a number as surely as "how much".
+_QUANTITY_RE = re.compile(
+    r"^\s*what\s+(?:was|were|is|are)\b.*\b(?:revenues?|sales|income|profits?|earnings|margins?|costs?|prices?|"
+    r"rates?|headcount|expenses?|eps|cash|debt|dividends?|amount|total|percentage)\b",
+    re.I,
+)
+_LEGALESE_RE = re.compile(
+    r"\bforward[\s-]looking\s+statements?\b|\bsafe\s+harbor\b|\bundue\s+reliance\b"
+    r"|\b(?:see|refer\s+to)\s+(?:note|part|item)\s+[\dIVX]|\btable\s+of\s+contents\b",
+    re.I,
+)
+MIN_ATTRIBUTE_COVERAGE = 0.5  # share of the asked attribute's words (or synonyms) a claim must carry
+
+
 def answer_type(question: str) -> str:
-    """ "number" for how-much/how-many questions, "date" for when-questions, else ""."""
+    """ "number" for how-much/how-many and amount questions, "date" for when-questions, else ""."""
     if _WHEN_RE.search(question):
         return "date"
-    if _HOW_MUCH_RE.search(question):
+    if _HOW_MUCH_RE.search(question) or _QUANTITY_RE.search(question):
         return "number"
     return ""
 
@@ -802,11 +821,13 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     asked = attribute_terms(plan) if targeted else frozenset()
     if asked:
         have = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
-        wanted = set(asked)
-        for term in asked:
-            wanted |= _ATTRIBUTE_SYNONYMS.get(term, frozenset())
-        if not have & wanted:
+        covered = sum(1 for t in asked if ({t} | _ATTRIBUTE_SYNONYMS.get(t, frozenset())) & have)
+        if covered / len(asked) < MIN_ATTRIBUTE_COVERAGE:
             reasons.append("attribute_not_addressed")
+    if _LEGALESE_RE.search(claim_text):
+        # Cross-references and forward-looking-statement legalese share words with many
+        # questions and answer none of them.
+        reasons.append("boilerplate")
     if kind == "number" and not _HAS_NUMBER_RE.search(claim_text):
         reasons.append("no_number_for_how_much")
     if kind == "date" and not _HAS_DATE_RE.search(claim_text):
