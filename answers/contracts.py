@@ -59,6 +59,7 @@ class PeriodRequest:
     quarter: int | None = None
     fiscal: bool | None = None
     label: str = ""
+    end: str = ""  # ISO date for "the quarter ended September 30, 2023" (matched within a week)
 
 
 @dataclass(frozen=True)

@@ -631,6 +631,8 @@ _PERIOD_RE = re.compile(
     | (?P<yq>\b(?P<yq_fiscal>{_FY})?(?P<yq_y>{_YEAR4})\s+q(?P<yq_q>[1-4])\b)
     | (?P<oq>\b(?P<oq_o>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\s+
         (?:of\s+|in\s+)?(?P<oq_fiscal>{_FY})?(?P<oq_y>{_YEAR4})\b)
+    | (?P<ended>\b(?:quarter|three\s+months|quarterly\s+period|period)\s+ended\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
+        (?P<ended_d>\d{{1,2}}),?\s+(?P<ended_y>{_YEAR4})\b)
     | (?P<fy>\b{_FY}(?P<fy_y>{_YEAR4}|(?<=fy)\d{{2}})\b)
     | (?P<latest>\b(?:latest|most\s+recent|newest|current|last|recent|last\s+reported)\s+
         (?:(?:fiscal|financial|reported)\s+)?(?P<latest_u>quarter|10-q|quarterly\s+report|filing|report)s?\b)
@@ -663,6 +665,12 @@ def _periods(text: str) -> tuple[PeriodRequest, ...]:
             fiscal = True if (m.group("oq_fiscal") or "fiscal" in label.lower()) else None
             out.append(PeriodRequest("absolute", "quarter", int(m.group("oq_y")), _ORDINALS[m.group("oq_o").lower()],
                                      fiscal, label))  # fmt: skip
+        elif m.group("ended"):
+            try:
+                end = date(int(m.group("ended_y")), _MONTHS[m.group("ended_m").lower()], int(m.group("ended_d")))
+            except ValueError:
+                continue
+            out.append(PeriodRequest("absolute", "quarter", end.year, None, None, label, end=end.isoformat()))
         elif m.group("fy"):
             out.append(PeriodRequest("absolute", "year", _full_year(m.group("fy_y")), None, True, label))
         elif m.group("latest"):

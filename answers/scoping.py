@@ -30,6 +30,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from answers.contracts import Abstention, EvidenceRecord, ParsedQuery, PeriodRequest
@@ -98,6 +99,14 @@ def _about_entity(about: dict[str, Any]) -> str:
 
 
 def _match_absolute(p: PeriodRequest, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if p.end:
+        # "the quarter ended September 30, 2023": 52/53-week calendars end a few days off.
+        want = date.fromisoformat(p.end)
+        return [d for d in docs if abs((date.fromisoformat(str(d["period_end"])) - want).days) <= 7]
+    return _match_named(p, docs)
+
+
+def _match_named(p: PeriodRequest, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def fiscal(d: dict[str, Any]) -> bool:
         return d.get("fiscal_year") == p.year and (p.quarter is None or d.get("fiscal_quarter") == p.quarter)
 
@@ -154,9 +163,17 @@ def resolve_periods(periods: Sequence[PeriodRequest], about_docs: Iterable[dict[
                     before = [d for d in docs if str(d["period_end"]) < str(anchor["period_end"])]
                     chosen += before[-1:]
                 else:
+                    # "a year earlier" / "last year": the same quarter one year before; the
+                    # anchor's own filing reports that quarter too (the comparative column),
+                    # so it stays in scope.
                     year = anchor.get("fiscal_year") or anchor.get("calendar_year")
                     key = "fiscal_year" if anchor.get("fiscal_year") else "calendar_year"
-                    chosen += [d for d in docs if year is not None and d.get(key) == int(year) - 1]
+                    qkey = "fiscal_quarter" if key == "fiscal_year" else "calendar_quarter"
+                    chosen += [
+                        d for d in docs
+                        if year is not None and d.get(key) == int(year) - 1 and d.get(qkey) == anchor.get(qkey)
+                    ]  # fmt: skip
+                    chosen.append(anchor)
             if keep_anchor or not chosen:
                 chosen += anchors if anchors else ([docs[-1]] if keep_anchor else [])
         else:

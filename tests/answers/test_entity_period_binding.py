@@ -216,4 +216,3 @@ def test_a_question_that_cannot_be_parsed_is_a_coded_400_not_a_500(acme) -> None
 
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "empty_query"
-
