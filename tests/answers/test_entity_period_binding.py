@@ -17,8 +17,7 @@ from retrieval.actions import do_create_source, do_enqueue_document
 from retrieval.contracts import SourceDocument
 from retrieval.models import Document
 from tenants.context import tenant_context
-from tests.conftest import ingest_inline, unique
-from tests.factories import client_for
+from tests.support import client_for, ingest_inline, unique
 
 PUBLIC = (("public:tenant",),)
 UPDATED = datetime(2026, 3, 2, tzinfo=UTC)
