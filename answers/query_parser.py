@@ -638,7 +638,7 @@ _PERIOD_RE = re.compile(
         (?:(?:fiscal|financial|reported)\s+)?(?P<latest_u>quarter|10-q|quarterly\s+report|filing|report)s?\b)
     | (?P<prev>\b(?:previous|prior|preceding|earlier|last)\s+(?P<prev_u>quarter|year|fiscal\s+year)\b
         |\bquarter\s+before\b|\ba\s+year\s+(?:earlier|before|ago)\b)
-    | (?P<year>\b(?:in|during|for)\s+(?P<year_y>{_YEAR4})\b)
+    | (?P<year>\b(?:in|during|for)\s+(?P<year_y>{_YEAR4})\b(?!\s+q[1-4]\b))
     """,
     re.IGNORECASE | re.VERBOSE,
 )

@@ -87,7 +87,7 @@ def resolved(question: str, entities: tuple[str, ...]) -> dict[str, set[str]]:
         ("Apple revenue last year", "Apple", {"2022-06-25", "2023-07-01"}),  # the anchor has the comparative
         ("Apple net sales for the quarter ended April 1, 2023", "Apple", {"2023-04-01"}),
         ("Apple net sales for the three months ended March 31, 2023", "Apple", {"2023-04-01"}),
-        ("NVIDIA revenue in Q2 2023", "NVIDIA", {"2023-07-30"}),  # no fiscal Q2 2023 filing: calendar
+        ("NVIDIA revenue in Q3 2023", "NVIDIA", {"2023-07-30"}),  # no fiscal Q3 2023 filing: calendar Q3
         ("NVIDIA revenue in Q3 FY2024", "NVIDIA", {"2023-10-29"}),
         ("NVIDIA's latest quarter", "NVIDIA", {"2023-10-29"}),
     ],
