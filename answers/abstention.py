@@ -26,16 +26,30 @@ from answers.verification import content_stems
 def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
     """Share of the query's content terms covered by the best quote; an entity's alias and its
     canonical name count as one term (either form covers it)."""
+    from answers.verification import attribute_synonyms
+
     groups: list[set[str]] = []
     entity_stems: set[str] = set()
+    bound: set[str] = set()  # stems the scoping stage already checked on metadata
     for surface, canonical in plan.parsed.entities:
         group = set(content_stems(surface)) | set(content_stems(canonical))
         entity_stems |= group
         groups.append(group)
-    groups += [{t} for t in dict.fromkeys(content_stems(plan.parsed.text or plan.original)) if t not in entity_stems]
+        if canonical in plan.entity_scope:
+            bound |= group
+    if plan.period_scope:
+        # A kept claim cites a filing about the resolved period (the relevance check makes
+        # sure), so the period's words ("latest quarter", "Q2 2023") count as covered.
+        for p in plan.parsed.periods:
+            bound |= set(content_stems(p.label))
+    groups += [
+        {t} | attribute_synonyms(t)
+        for t in dict.fromkeys(content_stems(plan.parsed.text or plan.original))
+        if t not in entity_stems
+    ]
     if not groups or not quotes:
         return 0.0
-    return max(sum(1 for g in groups if g & set(content_stems(q))) / len(groups) for q in quotes)
+    return max(sum(1 for g in groups if g & (set(content_stems(q)) | bound)) / len(groups) for q in quotes)
 
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -23,6 +23,10 @@ AbstentionReason = Literal[
     "all_claims_unsupported",
     "out_of_time_scope",
     "navigational",
+    "unknown_entity",  # the question names a company/product no readable source mentions
+    "entity_not_found",  # a known entity, but nothing this user can read is about it
+    "no_documents_for_period",  # the period asked about has no readable document for that entity
+    "claims_not_relevant",  # every drafted claim failed the relevance check (entity, period, attribute)
 ]
 
 
@@ -40,6 +44,25 @@ class TimeScope:
 
 
 @dataclass(frozen=True)
+class PeriodRequest:
+    """A reporting period the question is about (what the content describes, not its updated date).
+
+    ``relation``: "absolute" (``year`` and optionally ``quarter`` given), "latest" (the newest
+    period found for the entity), "previous" (the period before the anchor: another period in
+    the same question, else the previous turn's, else the latest), "previous_year".
+    ``fiscal``: True when the user said fiscal/FY, None when either calendar may be meant.
+    """
+
+    relation: Literal["absolute", "latest", "previous", "previous_year"]
+    unit: Literal["quarter", "year"] = "quarter"
+    year: int | None = None
+    quarter: int | None = None
+    fiscal: bool | None = None
+    label: str = ""
+    end: str = ""  # ISO date for "the quarter ended September 30, 2023" (matched within a week)
+
+
+@dataclass(frozen=True)
 class ParsedQuery:
     """What the deterministic operator parser extracts from the raw string."""
 
@@ -53,6 +76,10 @@ class ParsedQuery:
     wants_latest: bool = False  # "latest", "current", "newest", "most recent"
     scope_terms: tuple[str, ...] = ()  # positive scope words kept next to an exclusion ("subscribers")
     entities: tuple[tuple[str, str], ...] = ()  # (surface form, canonical) via the tenant's alias list
+    # The updated-date window the user asked for explicitly (after:/before: operators only);
+    # ``time`` above is what every time phrase would mean as a window, kept for the trace.
+    time_filter: TimeScope | None = None
+    periods: tuple[PeriodRequest, ...] = ()  # reporting periods the content must describe
 
 
 @dataclass(frozen=True)
@@ -101,6 +128,10 @@ class QueryPlan:
     comparison: Comparison | None = None
     needs_current_version: bool = False
     version_scope: str = ""  # resolved version the answer must be about ("" = any)
+    # Set by the engine once entities and periods are resolved against the index:
+    entity_scope: tuple[str, ...] = ()  # canonical entities a source must be about (catalogue kinds)
+    period_scope: tuple[str, ...] = ()  # period_end dates (ISO) a filing-type source must describe
+    period_label: str = ""  # "Q2 FY2023 (quarter ended 2023-04-01)" for the plan shown to the user
 
     @property
     def original(self) -> str:
@@ -130,6 +161,7 @@ class EvidenceRecord:
     authority: str = ""  # the tier's name in the tenant's source hierarchy
     hop: str = ""  # the hop that retrieved it (multi-hop plans)
     flags: tuple[str, ...] = ()  # e.g. "instructions_removed" when injected instructions were cut
+    about: dict[str, Any] = field(default_factory=dict)  # Document.about: entity, reporting period
 
 
 @dataclass(frozen=True)
@@ -153,10 +185,11 @@ class VerificationResult:
     in_scope: bool
     method: str  # "verbatim", "lexical-fallback", "nli", "judge"
     reasons: tuple[str, ...] = ()
+    relevant: bool = True  # answers this question: same entity, same period, the asked attribute
 
     @property
     def kept(self) -> bool:
-        return self.quote_ok and self.in_scope and self.support == "supported"
+        return self.quote_ok and self.in_scope and self.relevant and self.support == "supported"
 
 
 @dataclass(frozen=True)

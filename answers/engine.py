@@ -50,11 +50,12 @@ from answers.contracts import (
     VerificationResult,
     to_jsonable,
 )
-from answers.evidence import build_evidence
+from answers.evidence import build_evidence, narrow_to_answer_type
 from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
+from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
 from answers.verification import (
     strip_unsupported_calls_to_action,
     strip_unsupported_links,
@@ -205,9 +206,55 @@ def to_evidence(chunks: list[RankedChunk]) -> list[EvidenceRecord]:
             version_label=c.version_label,
             authority_tier=c.authority_tier,
             scores={"rrf": round(c.rrf, 6), **{f"rank_{k}": v for k, v in c.ranks.items()}},
+            about=dict(c.about or {}),
         )  # fmt: skip
         for c in chunks
     ]
+
+
+# --------------------------------------------------------------------------- entities and periods bind
+
+
+def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> tuple[QueryPlan, list[Any],
+                                                                                     Abstention | None, dict[str, Any]]:  # fmt: skip
+    """Resolve the question's entities and periods against the index and keep the chunks that may answer.
+
+    Works on ranked chunks and on reused evidence records alike (both carry ``about`` and
+    ``title``/``text``).  Returns the plan with ``entity_scope``/``period_scope`` set, the kept
+    chunks, a coded abstention when nothing about the asked entity/period is readable, and the
+    trace entry (see ``answers.scoping``).
+    """
+    parsed = plan.parsed
+    companies, products = bound_entities(parsed)
+    unknown = unknown_entities(parsed, [f"{c.title}\n{c.text}" for c in chunks])
+    if not (companies or products or parsed.periods or unknown):
+        return plan, chunks, None, {}
+    about_docs = list(
+        Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
+        .exclude(about={})
+        .values_list("about", flat=True)
+    )  # fmt: skip
+    about_entities = {str(a["entity"]) for a in about_docs if a.get("entity")}
+    scope = Scope(companies=companies, products=products)
+    names: list[str] = []
+    if parsed.periods and about_docs:
+        allowed, names, unresolved = resolve_periods(parsed.periods, about_docs, companies, parsed.text)
+        scope.period_ends, scope.unresolved_periods = allowed, tuple(unresolved)
+        scope.period_label = "; ".join(names)
+    scope.trace["periods_asked"] = ", ".join(p.label for p in parsed.periods)
+    kept, dropped = bind_chunks(chunks, scope, about_entities)
+    if companies and not kept and not (set(companies) & about_entities):
+        scope.trace["entity_not_found"] = True
+    plan = replace(plan, entity_scope=companies, period_scope=scope.period_scope, period_label=scope.period_label)
+    periods_unmatched = bool(parsed.periods) and bool(companies) and not scope.period_ends and bool(about_docs)
+    abstention = scope_abstention(scope, bool(kept), unknown, periods_unmatched)
+    trace = {
+        "companies": list(companies), "products": list(products), "unknown_entities": unknown,
+        "strict_entities": sorted(set(companies) & about_entities),
+        "periods": [p.label for p in parsed.periods], "resolved_periods": names,
+        "unresolved_for": list(scope.unresolved_periods), "set_aside": dropped, "kept": len(kept),
+    }  # fmt: skip
+    return plan, kept, abstention, trace
 
 
 # --------------------------------------------------------------------------- write + verify
@@ -289,6 +336,13 @@ def verify_one(draft: DraftClaim, plan: QueryPlan, by_id: dict[str, EvidenceReco
     return ClaimOutcome(cleaned, result, text, kept, links, ctas, attempt)
 
 
+def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord]) -> list[str]:
+    """Each citation's quote with its source's title: the title says what the page is about
+    ("Paid parental leave"), which the quoted sentence often leaves implicit."""
+    titles = {e.id: e.title for e in records}
+    return [f"{c.quote}\n{titles.get(c.evidence_id, '')}" for c in outcome.draft.citations]
+
+
 def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer: Any | None = None,
                      info: dict[str, Any] | None = None) -> Iterator[ClaimOutcome]:  # fmt: skip
     """Draft with the writer and yield each claim as soon as it is verified.
@@ -299,17 +353,32 @@ def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer:
     info = info if info is not None else {}
     writer = writer if writer is not None else _tenant_writer()[0]
     by_id = {e.id: e for e in evidence}
+    offered = evidence
     for attempt in (1, 2):
-        drafts = writer.write(plan, evidence, info=info)
+        drafts = writer.write(plan, offered, info=info)
         info["drafted"] = info.get("drafted", 0) + len(drafts)
         kept_any = False
+        missing_answer_type = False
         for draft in drafts:
             outcome = verify_one(draft, plan, by_id, attempt=attempt)
             kept_any = kept_any or outcome.kept
+            missing_answer_type = missing_answer_type or not outcome.verification.relevant
             yield outcome
-        if kept_any or not getattr(writer, "generative", False) or not drafts:
+        if kept_any or not drafts or attempt == 2:
             return
-        info["regenerated"] = True
+        if getattr(writer, "generative", False):
+            info["regenerated"] = True
+            continue
+        # A deterministic writer gets one more pass only when its claims failed the relevance
+        # check: offered, alone, the sentences that hold what a how-much / when question asks
+        # for (a number, a date), which a sentence merely sharing the question's words outranked.
+        narrowed = narrow_to_answer_type(plan, evidence) if missing_answer_type else []
+        if not narrowed:
+            return
+        evidence.extend(narrowed)  # the caller's records: sources and citations resolve against them
+        by_id.update({e.id: e for e in narrowed})
+        offered = narrowed
+        info["narrowed_to_answer_type"] = len(narrowed)
 
 
 def decide_abstention(*, evidence: list[EvidenceRecord], drafted: int, outcomes: list[ClaimOutcome],
@@ -330,6 +399,8 @@ def decide_abstention(*, evidence: list[EvidenceRecord], drafted: int, outcomes:
         return Abstention("weak_evidence", "The sources found do not answer this question directly.")
     if outcomes and all(not o.verification.in_scope for o in outcomes):
         return Abstention("out_of_time_scope", "The sources found are outside the time or version scope asked for.")
+    if outcomes and all(not o.verification.relevant for o in outcomes):
+        return Abstention("claims_not_relevant", "The passages found do not answer this question: see the results.")
     return Abstention("all_claims_unsupported", "No drafted claim survived verification.")
 
 
@@ -538,6 +609,21 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     elif not reuse:
         freshness = check_freshness(plan, newest_indexed(plan, chunks) if chunks else None)
 
+    # ---- entities and periods bind: sources about another entity or period cannot answer
+    scope_abst: Abstention | None = None
+    if reuse:
+        plan, kept_records, scope_abst, scope_trace = apply_scope(perm, plan, list(evidence or []))
+        evidence = kept_records
+    else:
+        plan, chunks, scope_abst, scope_trace = apply_scope(perm, plan, chunks)
+        if chunks:
+            results = document_results(chunks, plan.parsed.text or question)
+    if scope_trace:
+        trace["scope"] = scope_trace
+    if scope_abst is not None:
+        chunks = []
+        evidence = [] if reuse else evidence
+
     # ---- extract (or multi-hop, which extracts and drafts per hop)
     outcomes: list[ClaimOutcome] = []
     info: dict[str, Any] = {}
@@ -590,7 +676,7 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
             if not outcome.kept:
                 continue
             held.append(outcome)
-            best = max(best, evidence_strength(plan, [c.quote for c in outcome.draft.citations]))
+            best = max(best, evidence_strength(plan, _cited_texts(outcome, records)))
             if best >= WEAK_EVIDENCE_THRESHOLD:
                 for o in held:
                     shown.append(o)
@@ -610,12 +696,14 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     # ---- abstain
     kept = [o for o in outcomes if o.kept]
     cited_ids = {c.evidence_id for o in kept for c in o.draft.citations}
-    strength = evidence_strength(plan, [c.quote for o in kept for c in o.draft.citations])
+    strength = evidence_strength(plan, [t for o in kept for t in _cited_texts(o, records)])
     if multi_hop:
         strength = 1.0 if kept and conclusion else strength  # each hop already checked its own value
     abstention: Abstention | None
     if mode == "results":
         abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
+    elif scope_abst is not None:
+        abstention = scope_abst
     else:
         abstention = decide_abstention(
             evidence=records, drafted=int(info.get("drafted", 0)), outcomes=outcomes,

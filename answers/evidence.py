@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.verification import INJECTION_RE, content_stems, is_instruction
+from answers.verification import INJECTION_RE, answer_type, attribute_synonyms, content_stems, is_instruction
 from answers.writers.extractive import split_sentences
 
 if TYPE_CHECKING:
@@ -47,9 +48,86 @@ def evidence_id(document_id: int, snapshot: str, start: int, end: int) -> str:
     return "E" + hashlib.sha256(f"{document_id}:{snapshot}:{start}:{end}".encode()).hexdigest()[:12]
 
 
+# Sentences that point elsewhere or protect the author rather than state a fact: they share
+# words with many questions ("revenue", "leave") and must not outrank the sentence that answers.
+BOILERPLATE_RE = re.compile(
+    r"""
+    \b(?:see|refer\s+to|described\s+in|discussed\s+in|included\s+in|set\s+forth\s+in)\s+
+        (?:note|part|item|section|exhibit)\s+[\dIVX]
+    | \bnotes?\s+\d+\s*(?:[,\u2013\u2014-]|of\s+the)\s*
+    | \bforward[\s-]looking\s+statements?\b
+    | \b(?:risks?\s+and\s+uncertainties|safe\s+harbor|undue\s+reliance)\b
+    | \bincorporated\s+(?:herein\s+)?by\s+reference\b
+    | \btable\s+of\s+contents\b
+    | \bpursuant\s+to\s+section\s+13\b|\bexact\s+name\s+of\s+registrant\b|\bcommission\s+file\s+number\b
+    | \.{4,}\s*\d+\s*$
+    | ^\s*(?:part|item)\s+[\dIVX]+[A-Z]?\.?\s+[A-Z][^.]{0,80}\s+\d+\s*$
+    | \baccompanying\s+notes\b[^.]{0,80}\bintegral\s+part\b
+    | \bthis\s+page\s+(?:is\s+)?(?:moved|deprecated|archived)\b
+    """,
+    re.IGNORECASE | re.VERBOSE | re.MULTILINE,
+)
+BOILERPLATE_FACTOR = 0.3  # a boilerplate sentence keeps a third of its score: it can still win alone
+ANSWER_TYPE_BONUS = 0.25  # of the query's total idf weight: a number for "how much", a date for "when"
+_NUMBER_RE = re.compile(r"\$?\d[\d,.]*\s*(?:%|percent|million|billion|weeks?|days?|hours?|months?|years?)?", re.I)
+_DATE_RE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+    r"|\b(?:within|before|after|by)\s+\d+\s+(?:business\s+)?(?:days?|weeks?|months?)\b",
+    re.I,
+)
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """Cross-references, "see Note 1", forward-looking-statement legalese, table-of-contents lines."""
+    return bool(BOILERPLATE_RE.search(sentence))
+
+
+def _answer_bonus(kind: str, sentence: str) -> float:
+    if kind == "number" and _NUMBER_RE.search(sentence) and re.search(r"\d", sentence):
+        return ANSWER_TYPE_BONUS
+    if kind == "date" and _DATE_RE.search(sentence):
+        return ANSWER_TYPE_BONUS
+    return 0.0
+
+
+def narrow_to_answer_type(plan: QueryPlan, records: Sequence[EvidenceRecord]) -> list[EvidenceRecord]:
+    """One-sentence records holding what a how-much / when question asks for (a number, a date).
+
+    Used when every claim drafted from the full passages lacked it: the PPL page's first
+    sentence names the benefit, its second says "12 weeks"; a writer that leads with the first
+    must be offered the second on its own.  Records keep the source's offsets (ids change with
+    them) and carry ``narrowed`` in their flags.
+    """
+    from dataclasses import replace
+
+    kind = answer_type(plan.parsed.original)
+    if not kind:
+        return []
+    known = {r.id for r in records}
+    out: list[EvidenceRecord] = []
+    for rec in records:
+        spans = split_sentences(rec.text)
+        if len(spans) < 2:
+            continue
+        for start, end in spans:
+            sentence = rec.text[start:end]
+            if not _answer_bonus(kind, sentence) or is_boilerplate(sentence) or is_instruction(sentence):
+                continue
+            a, b = rec.char_start + start, rec.char_start + end
+            new_id = evidence_id(rec.document_id, rec.snapshot_sha256, a, b)
+            if new_id in known:
+                continue
+            known.add(new_id)
+            out.append(replace(rec, id=new_id, text=sentence, char_start=a, char_end=b,
+                               flags=(*rec.flags, "narrowed")))  # fmt: skip
+    return out
+
+
 def query_terms(plan: QueryPlan, extra_text: str = "") -> list[str]:
     parsed = plan.parsed
     terms = list(dict.fromkeys(content_stems(f"{parsed.text or parsed.original} {extra_text}")))
+    for t in list(terms):  # "revenue" is "net sales" in a filing
+        terms.extend(x for x in sorted(attribute_synonyms(t)) if x not in terms)
     for _surface, canonical in parsed.entities:
         terms.extend(t for t in content_stems(canonical) if t not in terms)
     if plan.version_scope:
@@ -126,9 +204,20 @@ def build_evidence(
             n += 1
     idf = {t: math.log(1.0 + max(n, 1) / (df[t] if df[t] else 0.5)) for t in q_terms}
     total = sum(idf.values()) or 1.0
+    kind = answer_type(plan.parsed.original)
     for sents in sentences.values():
         for sent in sents:
-            sent.score = 0.0 if sent.instruction else sum(idf[t] for t in q_terms if t in sent.terms) / total
+            if sent.instruction:
+                sent.score = 0.0
+                continue
+            score = sum(idf[t] for t in q_terms if t in sent.terms) / total
+            raw = sent.chunk.text[sent.start : sent.end]
+            if score > 0:
+                # The answer type only breaks ties between sentences that are about the question.
+                score += _answer_bonus(kind, raw) * score
+            if is_boilerplate(raw):
+                score *= BOILERPLATE_FACTOR
+            sent.score = score
 
     candidates: list[tuple[float, int, int, EvidenceRecord]] = []
     for rank, doc_id in enumerate(order):
@@ -195,6 +284,7 @@ def build_evidence(
                 authority=tier_names.get(chunk.authority_tier, f"tier {chunk.authority_tier}"),
                 hop=hop,
                 flags=flags,
+                about=dict(getattr(chunk, "about", {}) or {}),
             )
             candidates.append((sents[pick].score, rank, start, record))
 
@@ -228,6 +318,8 @@ __all__ = [
     "build_evidence",
     "estimate_tokens",
     "evidence_id",
+    "is_boilerplate",
+    "narrow_to_answer_type",
     "is_instruction",
     "query_terms",
 ]

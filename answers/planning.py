@@ -232,8 +232,12 @@ def plan_question(
     elif parsed.wants_latest:
         intent = "current_version"
 
-    after = extra.after or (parsed.time.after if parsed.time else None)
-    before = extra.before or (parsed.time.before if parsed.time else None)
+    # Only an explicit request filters on the documents' updated date: the request's filters
+    # or the after:/before: operators.  Time words ("Q2 2023", "last year") name the period
+    # the content describes and are resolved against document metadata by the engine.
+    window = parsed.time_filter
+    after = extra.after or (window.after if window else None)
+    before = extra.before or (window.before if window else None)
     filters = {
         "sources": sorted(set(parsed.sources) | set(extra.sources)),
         "containers": sorted(set(parsed.containers) | set(extra.containers)),
@@ -257,6 +261,19 @@ def plan_question(
     )
 
 
+def time_applied(plan: QueryPlan) -> list[str]:
+    """What the plan applies as time constraints: the content period and/or an updated-date window."""
+    out: list[str] = []
+    if plan.period_scope:
+        out.append(f"content period: {plan.period_label or ', '.join(plan.period_scope)}")
+    elif plan.parsed.periods:
+        out.append("content period: " + ", ".join(p.label for p in plan.parsed.periods) + " (not resolved)")
+    if plan.filters.get("after") or plan.filters.get("before"):
+        a, b = plan.filters.get("after"), plan.filters.get("before")
+        out.append(f"updated date: {a.isoformat() if a else '…'} to {b.isoformat() if b else '…'}")
+    return out
+
+
 def plan_json(plan: QueryPlan) -> dict[str, Any]:
     p = plan.parsed
     return {
@@ -267,7 +284,14 @@ def plan_json(plan: QueryPlan) -> dict[str, Any]:
         "exclude": list(p.exclude),
         "sources": list(p.sources),
         "containers": list(p.containers),
-        "time": to_jsonable(p.time) if p.time else None,
+        "time": to_jsonable(p.time_filter) if p.time_filter else None,
+        "time_words": to_jsonable(p.time) if p.time else None,
+        "periods": [to_jsonable(x) for x in p.periods],
+        # Which time constraint was applied, in words, for the plan shown to the user.
+        "time_applied": time_applied(plan),
+        "entity_scope": list(plan.entity_scope),
+        "period_scope": list(plan.period_scope),
+        "period_label": plan.period_label,
         "wants_latest": p.wants_latest,
         "needs_current_version": plan.needs_current_version,
         "version_scope": plan.version_scope,

@@ -43,7 +43,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from answers.contracts import ParsedQuery, TimeScope
+from answers.contracts import ParsedQuery, PeriodRequest, TimeScope
+from retrieval.entities import catalogue_aliases
 
 __all__ = [
     "KNOWN_SOURCES",
@@ -222,7 +223,7 @@ def _tidy(text: str) -> str:
     text = re.sub(r"[,;:]+([.!?])", r"\1", text)  # "subscribers,?" -> "subscribers?"
     text = re.sub(r"\s+", " ", text).strip()
     text = re.sub(r"^[,;:.!?\s-]+", "", text)
-    text = re.sub(r"[,;:\s-]+$", "", text)
+    text = re.sub(r"[,;:\s\u2014\u2013-]+$", "", text)
     return text
 
 
@@ -371,7 +372,37 @@ def _match_cue(items: list[_Item], i: int) -> tuple[int, bool] | None:
         prev = items[i - 1] if i > 0 else None
         if prev is None or prev.kind == "punct" or prev.barrier in ("op", "neg"):
             return 1, prev is not None and prev.kind == "punct" and prev.text in _CONTRAST_PUNCT
+        if _contrasts_two_nouns(items, i):
+            return 1, True
     return None
+
+
+def _plural_noun(word: str) -> bool:
+    w = word.casefold()
+    return len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "'s")) and w not in _TERMINATORS
+
+
+def _contrasts_two_nouns(items: list[_Item], i: int) -> bool:
+    """ "employees not contractors", "vacation leave not annual leave": a contrast without a comma.
+
+    Only between two words of one kind (both plural nouns, or the same head noun), so that
+    ordinary negation ("the build does not start", "users not notified") stays text.
+    """
+    prev, nxt = items[i - 1], items[i + 1] if i + 1 < len(items) else None
+    if prev.kind != "word" or nxt is None or nxt.kind != "word":
+        return False
+    if prev.text.casefold() in _TERMINATORS | _CUE_WORDS or nxt.text.casefold() in _NOT_FOLLOWERS_TO_IGNORE:
+        return False
+    following = [t for t in items[i + 1 : i + 4] if t.kind == "word"]
+    run: list[_Item] = []
+    for t in following:
+        if t.text.casefold() in _TERMINATORS | _CUE_WORDS:
+            break
+        run.append(t)
+    if not run:
+        return False
+    head = run[-1].text
+    return (_plural_noun(prev.text) and _plural_noun(head)) or (len(run) > 1 and _fold(prev.text) == _fold(head))
 
 
 def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
@@ -438,7 +469,31 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
         else:
             excluded_words = [t.text for t in target]
             scan.exclusions.append((target[0].start, " ".join(excluded_words)))
-        scan.removed.append((items[i].start, target[-1].end))
+        end = target[-1].end
+        # Coordinated exclusions ("not interns or contractors", "excluding travel and meals"):
+        # every conjunct is excluded; leaving "or contractors" in the positive text would turn
+        # half of the user's exclusion into a search term.
+        while (
+            j + 1 < len(items)
+            and items[j].kind == "word"
+            and items[j].text.casefold() in ("or", "and", "nor")
+            and items[j + 1].kind == "word"
+            and items[j + 1].text.casefold() not in _TERMINATORS | _LEADING_FILLERS | _CUE_WORDS
+        ):
+            k = j + 1
+            more: list[_Item] = []
+            while (
+                k < len(items)
+                and len(more) < 3
+                and items[k].kind == "word"
+                and items[k].text.casefold() not in _TERMINATORS | _CUE_WORDS
+            ):
+                more.append(items[k])
+                k += 1
+            scan.exclusions.append((more[0].start, " ".join(t.text for t in more)))
+            end = more[-1].end
+            j = k
+        scan.removed.append((items[i].start, end))
         if contrastive:
             _add_scope(scan, items, i, excluded_words)
         i = j  # resume after the excluded words
@@ -455,6 +510,15 @@ def _add_scope(scan: _Scan, items: list[_Item], cue_index: int, excluded_words: 
         k -= 1
     if k < 0 or items[k].kind != "word":
         return
+    if _fold(items[k].text) != _fold(excluded_words[-1]):
+        # "how much vacation leave do I get, not annual leave": the contrasted term is the
+        # clause's noun phrase with the same head, not the verb just before the comma.
+        back = k
+        while back >= 0 and items[back].kind == "word":
+            if _fold(items[back].text) == _fold(excluded_words[-1]):
+                k = back
+                break
+            back -= 1
     same_head = _fold(items[k].text) == _fold(excluded_words[-1])
     wanted = min(len(excluded_words), 3) if same_head else 1
     words: list[str] = []
@@ -541,6 +605,87 @@ def _resolve_time(m: re.Match[str], today: date) -> tuple[date | None, date | No
     return today - timedelta(days=1), today
 
 
+def _operator_time_scope(scan: _Scan) -> TimeScope | None:
+    """The updated-date window of the after:/before: operators alone (the only explicit request)."""
+    afters: list[date] = []
+    befores: list[date] = []
+    labels: list[str] = []
+    for key, value, surface in scan.operators:
+        if key in ("after", "before"):
+            (afters if key == "after" else befores).append(_parse_operator_date(value, surface))
+            labels.append(surface)
+    if not labels:
+        return None
+    return TimeScope(after=max(afters, default=None), before=min(befores, default=None), label=", ".join(labels))
+
+
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+_FY = r"(?:fy\s*'?|fiscal\s+(?:year\s+)?)"
+_YEAR4 = r"(?:19|20)\d{2}"
+# Periods the content describes.  Each alternative yields one PeriodRequest; ordered so the
+# most specific form wins at a position ("Q3 fiscal 2023" before "fiscal 2023").
+_PERIOD_RE = re.compile(
+    rf"""
+    (?P<fq>\b(?P<fq_fiscal1>fiscal\s+)?q(?P<fq_q>[1-4])\s*(?:of\s+)?(?P<fq_fiscal2>{_FY})?
+        (?P<fq_y>{_YEAR4}|'\d{{2}}|(?<=fy)\d{{2}}|(?<=fy\s)\d{{2}})\b)
+    | (?P<yq>\b(?P<yq_fiscal>{_FY})?(?P<yq_y>{_YEAR4})\s+q(?P<yq_q>[1-4])\b)
+    | (?P<oq>\b(?P<oq_o>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\s+
+        (?:of\s+|in\s+)?(?P<oq_fiscal>{_FY})?(?P<oq_y>{_YEAR4})\b)
+    | (?P<ended>\b(?:quarter|three\s+months|quarterly\s+period|period)\s+ended\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
+        (?P<ended_d>\d{{1,2}}),?\s+(?P<ended_y>{_YEAR4})\b)
+    | (?P<fy>\b{_FY}(?P<fy_y>{_YEAR4}|(?<=fy)\d{{2}})\b)
+    | (?P<latest>\b(?:latest|most\s+recent|newest|current|last|recent|last\s+reported)\s+
+        (?:(?:fiscal|financial|reported)\s+)?(?P<latest_u>quarter|10-q|quarterly\s+report|filing|report)s?\b)
+    | (?P<prev>\b(?:previous|prior|preceding|earlier|last)\s+(?P<prev_u>quarter|year|fiscal\s+year)\b
+        |\bquarter\s+before\b|\ba\s+year\s+(?:earlier|before|ago)\b)
+    | (?P<year>\b(?:in|during|for)\s+(?P<year_y>{_YEAR4})\b(?!\s+q[1-4]\b))
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _full_year(raw: str) -> int:
+    digits = raw.lstrip("'")
+    return int(digits) if len(digits) == 4 else 2000 + int(digits)
+
+
+def _periods(text: str) -> tuple[PeriodRequest, ...]:
+    """Reporting periods named in the question ("Q2 2023", "fiscal 2023", "the latest quarter")."""
+    out: list[PeriodRequest] = []
+    for m in _PERIOD_RE.finditer(text):
+        label = re.sub(r"\s+", " ", m.group()).strip()
+        if m.group("fq"):
+            fiscal = bool(m.group("fq_fiscal1") or m.group("fq_fiscal2") or re.search(r"fy", label, re.I)) or None
+            out.append(PeriodRequest("absolute", "quarter", _full_year(m.group("fq_y")), int(m.group("fq_q")),
+                                     fiscal, label))  # fmt: skip
+        elif m.group("yq"):
+            out.append(PeriodRequest("absolute", "quarter", int(m.group("yq_y")), int(m.group("yq_q")),
+                                     True if m.group("yq_fiscal") else None, label))  # fmt: skip
+        elif m.group("oq"):
+            fiscal = True if (m.group("oq_fiscal") or "fiscal" in label.lower()) else None
+            out.append(PeriodRequest("absolute", "quarter", int(m.group("oq_y")), _ORDINALS[m.group("oq_o").lower()],
+                                     fiscal, label))  # fmt: skip
+        elif m.group("ended"):
+            try:
+                end = date(int(m.group("ended_y")), _MONTHS[m.group("ended_m").lower()], int(m.group("ended_d")))
+            except ValueError:
+                continue
+            out.append(PeriodRequest("absolute", "quarter", end.year, None, None, label, end=end.isoformat()))
+        elif m.group("fy"):
+            out.append(PeriodRequest("absolute", "year", _full_year(m.group("fy_y")), None, True, label))
+        elif m.group("latest"):
+            out.append(PeriodRequest("latest", "quarter", label=label))
+        elif m.group("prev"):
+            unit = (m.group("prev_u") or "").lower()
+            if "year" in unit or "year" in label.lower():
+                out.append(PeriodRequest("previous_year", "year", label=label))
+            else:
+                out.append(PeriodRequest("previous", "quarter", label=label))
+        elif m.group("year"):
+            out.append(PeriodRequest("absolute", "year", int(m.group("year_y")), None, None, label))
+    return tuple(out)
+
+
 def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
     """Intersect every time constraint found; an empty intersection is ``invalid_range``."""
     today = as_of.date()
@@ -552,6 +697,10 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
             parsed = _parse_operator_date(value, surface)
             (afters if key == "after" else befores).append(parsed)
             labels.append((scan.working.find(surface), surface))
+    op_afters, op_befores = list(afters), list(befores)
+    named_afters: list[date] = []
+    named_befores: list[date] = []
+    relative: list[tuple[date | None, date | None]] = []
     for m in scan.time_matches:
         try:
             after, before = _resolve_time(m, today)
@@ -559,26 +708,48 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
             raise
         except (ValueError, OverflowError):
             raise QueryError("invalid_date", f"{m.group()!r} does not resolve to a date") from None
-        if after:
-            afters.append(after)
-        if before:
-            befores.append(before)
+        if m.group("rolling") or m.group("cal") or m.group("day"):
+            relative.append((after, before))
+        else:
+            if after:
+                named_afters.append(after)
+            if before:
+                named_befores.append(before)
         labels.append((m.start(), re.sub(r"\s+", " ", m.group())))
     if not labels:
         return None
-    after, before = max(afters, default=None), min(befores, default=None)
     label = ", ".join(text for _, text in sorted(labels))
-    if after is not None and before is not None and after >= before:
+
+    def empty(a: list[date], b: list[date]) -> bool:
+        return bool(a and b and max(a) >= min(b))
+
+    if empty(op_afters, op_befores) or empty(named_afters, named_befores):
+        # Contradictory operators ("after:2025 before:2024") or named periods ("in 2023 since 2024").
         raise QueryError("invalid_range", f"{label!r}: the start must be before the end")
-    return TimeScope(after=after, before=before, label=label)
+    # This window only describes the time words; nothing filters on it (``time_filter`` holds
+    # the operators).  Where the pieces contradict each other they are on different axes (an
+    # updated-date operator against a content period, or "the previous quarter" anchored on a
+    # named period, answers.scoping), so the widest consistent combination is kept.
+    afters, befores = op_afters, op_befores
+    for extra_a, extra_b in ((named_afters, named_befores),
+                             ([a for a, _ in relative if a], [b for _, b in relative if b])):  # fmt: skip
+        if not empty(afters + extra_a, befores + extra_b):
+            afters, befores = afters + extra_a, befores + extra_b
+        elif not afters and not befores:
+            afters, befores = list(extra_a), list(extra_b)
+    return TimeScope(after=max(afters, default=None), before=min(befores, default=None), label=label)
 
 
 # --------------------------------------------------------------------------- entities
 
 
 def _entities(text: str, aliases: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
-    if not aliases:
-        return ()
+    # The tenant's own aliases first (they win a clash), then the built-in catalogue of public
+    # entities (companies and their product lines: "AAPL" -> Apple, "iPhone").
+    merged: dict[str, str] = dict(aliases or {})
+    for key, canonical in catalogue_aliases().items():
+        merged.setdefault(key, canonical)
+    aliases = merged
     table: dict[str, str] = {}
     for key, canonical in aliases.items():
         if key and key.strip():
@@ -678,6 +849,8 @@ def parse_query(raw: str, as_of: datetime, aliases: Mapping[str, str] | None = N
         wants_latest=bool(_LATEST_RE.search(text)),
         scope_terms=_unique(scan.scope),
         entities=_entities(text, aliases),
+        time_filter=_operator_time_scope(scan),
+        periods=_periods(text),
     )
 
 
@@ -762,7 +935,7 @@ def validate_rewrite(parsed: ParsedQuery, rewrite: str) -> RewriteCheck:
 def constraints_enforced_as_filters(parsed: ParsedQuery) -> tuple[str, ...]:
     """Constraints the retrieval layer must apply as filters, not leave to the query string.
 
-    Returns a subset of ("exclusions", "phrases", "sources", "containers", "time"),
+    Returns a subset of ("exclusions", "phrases", "sources", "containers", "time", "periods"),
     in that order.  Enforcing these as filters or post-retrieval checks is what makes
     them safe regardless of rewriting: even if a rewrite drops "not publishers" or
     the quotes around a phrase, a passage that mentions an excluded term, lacks a
@@ -777,7 +950,9 @@ def constraints_enforced_as_filters(parsed: ParsedQuery) -> tuple[str, ...]:
         ("containers", parsed.containers),
         (
             "time",
-            parsed.time is not None and (parsed.time.after is not None or parsed.time.before is not None),
+            parsed.time_filter is not None
+            and (parsed.time_filter.after is not None or parsed.time_filter.before is not None),
         ),
+        ("periods", parsed.periods),
     )
     return tuple(name for name, value in present if value)

@@ -151,7 +151,7 @@ def policy_adjustments(plan: QueryPlan | None, chunks: Sequence[RankedChunk]) ->
         out[i]["authority"] = 0.15 * (worst - c.authority_tier)
     if plan is None:
         return out
-    scope = plan.parsed.time if plan.parsed is not None else None
+    scope = plan.parsed.time_filter if plan.parsed is not None else None
     wants_latest = bool(plan.parsed.wants_latest or plan.needs_current_version) if plan.parsed else False
     dates = [_as_date(c.updated_at) or _as_date(c.created_at) for c in chunks]
     if scope is not None and (scope.after or scope.before):

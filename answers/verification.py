@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal, Protocol
@@ -706,6 +706,135 @@ def needs_support_model(claim: DraftClaim) -> bool:
     return any(not _is_verbatim(claim.text, c.quote) for c in claim.citations)
 
 
+# --------------------------------------------------------------------------- relevance
+
+# Words that say how a question is asked, not what it asks about: they never count as the
+# asked attribute ("how much paid parental leave do I get" asks about "paid parental leave").
+_NOT_ATTRIBUTE = frozenset(
+    content_stems(
+        "how much many what which who whom whose when where why does do did get got give gives is are was were "
+        "tell me us my our i you your we latest newest recent most current last previous prior preceding "
+        "quarter quarters quarterly year years fiscal fy annual period report reported reports filing filings "
+        "company company's compare compared comparison versus vs change changed q1 q2 q3 q4 first second third "
+        "fourth 10-q 10-k form please there any"
+    )
+)  # fmt: skip
+# An attribute and the words sources use for it (filings say "net sales", people say "revenue").
+_ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
+    stem(k): frozenset(content_stems(v))
+    for k, v in {
+        "revenue": "revenue revenues sales net sales",
+        "sales": "sales revenue revenues",
+        "profit": "profit income earnings",
+        "earnings": "earnings income profit",
+        "income": "income earnings profit",
+        "headcount": "headcount employees",
+        "vacation": "vacation leave annual",
+    }.items()
+}
+_HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
+                          r"(?:amount|number|total|percentage|value)\b", re.I)  # fmt: skip
+_WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b", re.I)
+_HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
+                            r"thirty|forty|fifty|hundred|half|dozen)\b", re.I)  # fmt: skip
+_HAS_DATE_RE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+    r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|daily|"
+    r"weekly|monthly|annually|yearly|every|each|before|after|within|days?|weeks?|months?)\b",
+    re.I,
+)
+
+
+def attribute_synonyms(term_stem: str) -> frozenset[str]:
+    """The stems sources use for an asked attribute ("revenue" -> "sales", "net")."""
+    return _ATTRIBUTE_SYNONYMS.get(term_stem, frozenset())
+
+
+# Attributes that are amounts: "what was Apple's revenue" asks for a number as surely as "how much".
+_QUANTITY_RE = re.compile(
+    r"^\s*what\s+(?:was|were|is|are)\b.*\b(?:revenues?|sales|income|profits?|earnings|margins?|costs?|prices?|"
+    r"rates?|headcount|expenses?|eps|cash|debt|dividends?|amount|total|percentage)\b",
+    re.I,
+)
+_LEGALESE_RE = re.compile(
+    r"\bforward[\s-]looking\s+statements?\b|\bsafe\s+harbor\b|\bundue\s+reliance\b"
+    r"|\b(?:see|refer\s+to)\s+(?:note|part|item)\s+[\dIVX]|\btable\s+of\s+contents\b",
+    re.I,
+)
+MIN_ATTRIBUTE_COVERAGE = 0.5  # share of the asked attribute's words (or synonyms) a claim must carry
+
+
+def answer_type(question: str) -> str:
+    """ "number" for how-much/how-many and amount questions, "date" for when-questions, else ""."""
+    if _WHEN_RE.search(question):
+        return "date"
+    if _HOW_MUCH_RE.search(question) or _QUANTITY_RE.search(question):
+        return "number"
+    return ""
+
+
+def attribute_terms(plan: QueryPlan) -> frozenset[str]:
+    """The stems of what the question asks about: its content words minus entities, periods and question form."""
+    parsed = plan.parsed
+    named: set[str] = set()
+    for surface, canonical in parsed.entities:
+        named.update(content_stems(surface))
+        named.update(content_stems(canonical))
+    for p in parsed.periods:
+        named.update(content_stems(p.label))
+    words = [t for t in content_stems(parsed.text) if t not in named and t not in _NOT_ATTRIBUTE]
+    return frozenset(w for w in words if not is_number(w))
+
+
+def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str]], plan: QueryPlan) -> list[str]:
+    """Why a claim does not answer *this* question (empty when it does).
+
+    ``wrong_entity:<id>`` (the cited source is about another entity of the kind asked),
+    ``wrong_period:<id>`` (a filing about another period than the one resolved),
+    ``product_not_mentioned:<name>``, ``attribute_not_addressed`` (none of the asked attribute's
+    words, or their usual synonyms, in the claim, its quotes or the source title),
+    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing).
+    """
+    from answers.scoping import bound_entities, mentions
+
+    reasons: list[str] = []
+    for ev, _quote in cited:
+        entity = str((ev.about or {}).get("entity") or "")
+        for company in plan.entity_scope:
+            if entity and entity != company:
+                reasons.append(f"wrong_entity:{ev.id}")
+            elif not entity and not (mentions(ev.title, company) or mentions(ev.text, company)):
+                reasons.append(f"wrong_entity:{ev.id}")
+        period_end = str((ev.about or {}).get("period_end") or "")
+        if plan.period_scope and entity and period_end and period_end not in plan.period_scope:
+            reasons.append(f"wrong_period:{ev.id}")
+    said = " ".join([claim_text, *(q for _e, q in cited)])
+    _companies, products = bound_entities(plan.parsed)
+    for product in products:
+        if not mentions(said, product):
+            reasons.append(f"product_not_mentioned:{product}")
+    kind = answer_type(plan.parsed.original)
+    # The attribute check applies where generic sentences win today: questions bound to an
+    # entity or period, and how-much / when questions.  Elsewhere a question's content words
+    # ("what changed in release N") are too generic to demand in the claim.
+    targeted = bool(plan.entity_scope or plan.period_scope or products or kind)
+    asked = attribute_terms(plan) if targeted else frozenset()
+    if asked:
+        have = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
+        covered = sum(1 for t in asked if ({t} | _ATTRIBUTE_SYNONYMS.get(t, frozenset())) & have)
+        if covered / len(asked) < MIN_ATTRIBUTE_COVERAGE:
+            reasons.append("attribute_not_addressed")
+    if _LEGALESE_RE.search(claim_text):
+        # Cross-references and forward-looking-statement legalese share words with many
+        # questions and answer none of them.
+        reasons.append("boilerplate")
+    if kind == "number" and not _HAS_NUMBER_RE.search(claim_text):
+        reasons.append("no_number_for_how_much")
+    if kind == "date" and not _HAS_DATE_RE.search(claim_text):
+        reasons.append("no_date_for_when")
+    return reasons
+
+
 def verify_claim(
     claim: DraftClaim,
     evidence_by_id: Mapping[str, EvidenceRecord],
@@ -741,7 +870,7 @@ def verify_claim(
         )
 
     authorised = authorised_ids if isinstance(authorised_ids, (set, frozenset)) else set(authorised_ids)
-    scope = plan.parsed.time
+    scope = plan.parsed.time_filter  # only an explicit after:/before: request filters on updated dates
     quote_ok = True
     in_scope = True
     labels: list[SupportLabel] = []
@@ -806,6 +935,12 @@ def verify_claim(
         labels.append("unsupported")
         reasons.append("instruction_in_claim")
 
+    # Relevance: a quoted, supported sentence may still answer a different question (another
+    # company's filing, another quarter, a sentence that only shares a word with the question).
+    cited = [(evidence_by_id[c.evidence_id], c.quote) for c in claim.citations if c.evidence_id in evidence_by_id]
+    irrelevant = relevance_reasons(claim.text, cited, plan) if cited else []
+    reasons.extend(f"not_relevant:{r}" for r in irrelevant)
+
     return VerificationResult(
         claim_id=claim.id,
         quote_ok=quote_ok,
@@ -813,6 +948,7 @@ def verify_claim(
         in_scope=in_scope,
         method=method,
         reasons=tuple(dict.fromkeys(reasons)),
+        relevant=not irrelevant,
     )
 
 

@@ -72,6 +72,9 @@ class Document(TenantScopedModel):
     text = models.TextField(blank=True, default="")
     media_type = models.CharField(max_length=200, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
+    # What the content is about (entity, reporting period), read from the text at ingestion by
+    # retrieval.entities.describe_document; kept apart from ``metadata``, which the source owns.
+    about = models.JSONField(default=dict, blank=True)
     deleted = models.BooleanField(default=False)
     indexed_at = models.DateTimeField(null=True, blank=True)
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from retrieval.chunking import ChunkSpan, chunk_text
 from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, normalise_acl
+from retrieval.entities import describe_document
 from retrieval.fingerprint import canonical_url, content_fingerprint, simhash64
 from retrieval.models import Chunk, Document, IndexState, Source
 from retrieval.outbox import record_index_change
@@ -342,6 +343,7 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
         document.simhash = prepared.simhash
         document.snapshot_sha256 = prepared.snapshot_sha256
         document.text = prepared.text
+        document.about = describe_document(prepared.text, doc.title)
         if document.acl_set_id is None or not _newer_acl_applied(document, observed_at):
             document.acl_set = intern_acl(acl)
             document.acl_observed_at = observed_at or timezone.now()

@@ -54,6 +54,8 @@ class RankedChunk:
     snapshot_sha256: str
     fingerprint: str
     simhash: int
+    # Document.about: the entity / reporting period the document describes ({} when unknown).
+    about: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -137,7 +139,7 @@ def _load_and_collapse(fused: list[tuple[int, float, dict[str, int]]], acl: tupl
             "document__canonical_url", "document__source_system", "document__container",
             "document__updated_at_source", "document__created_at_source", "document__version_label",
             "document__authority_tier", "document__snapshot_sha256", "document__content_fingerprint",
-            "document__simhash",
+            "document__simhash", "document__about",
         )
     }  # fmt: skip
     out: list[RankedChunk] = []
@@ -177,6 +179,7 @@ def _load_and_collapse(fused: list[tuple[int, float, dict[str, int]]], acl: tupl
                 snapshot_sha256=d.snapshot_sha256,
                 fingerprint=d.content_fingerprint,
                 simhash=d.simhash,
+                about=d.about or {},
             )  # fmt: skip
         )
         if len(out) >= k:

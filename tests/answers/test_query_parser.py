@@ -303,9 +303,12 @@ def test_empty_rewrite_is_replaced_by_the_positive_text() -> None:
 
 
 def test_constraints_enforced_as_filters_names_only_the_constraints_present() -> None:
-    full = parse('"blue green" deploy -staging source:slack channel:#ops last month')
+    full = parse('"blue green" deploy -staging source:slack channel:#ops after:2026-10-01')
 
     assert constraints_enforced_as_filters(full) == ("exclusions", "phrases", "sources", "containers", "time")
+    # A time phrase names the period the content describes: a period constraint, not an updated-date filter.
+    assert constraints_enforced_as_filters(parse("deploy -staging last month")) == ("exclusions",)
+    assert constraints_enforced_as_filters(parse("Apple revenue in Q2 2023")) == ("periods",)
     assert constraints_enforced_as_filters(parse(SEED)) == ("exclusions",)
     assert constraints_enforced_as_filters(parse("how do I rotate keys")) == ()
 

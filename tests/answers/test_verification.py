@@ -47,7 +47,8 @@ def make_evidence(
 
 
 def make_plan(query: str = "does parallel apply reduce replication lag", time: TimeScope | None = None) -> QueryPlan:
-    parsed = ParsedQuery(original=query, text=query, time=time)
+    # An explicit window (the after:/before: operators) is what the verifier applies.
+    parsed = ParsedQuery(original=query, text=query, time=time, time_filter=time)
     return QueryPlan(parsed=parsed, as_of=datetime(2025, 10, 1, tzinfo=UTC), retrieval_queries=(query,))
 
 
