@@ -131,23 +131,43 @@ def score_turn(item: dict[str, Any], turn: dict[str, Any], response: dict[str, A
         correct = not answered
     else:
         correct = answered and stated == len(facts) and not wrong
-    gold_keys = {p["doc"] for p in turn.get("passages") or []}
     per_claim = cited_doc_pks(response) if answered else []
     cited = sorted({doc_keys.get(pk, f"unlabelled:{pk}") for pks in per_claim for pk in pks})
-    relevant = 0
-    for text, pks in zip(texts if answered else [], per_claim, strict=False):
-        keys = {doc_keys.get(pk, "") for pk in pks}
-        on_gold = bool(keys & gold_keys)
-        says_fact = any(states(normalise(text), f) for f in facts)
-        relevant += bool(facts or gold_keys) and (on_gold or says_fact)
+    quotes = [p["quote"] for p in turn.get("passages") or []]
+    relevant = sum(claim_addresses(text, facts, quotes) for text in (texts if answered else []))
     markup = sum(bool(RAW_MARKUP.search(t)) for t in texts) if answered else 0
     asked = asked_entities(item)
     wrong_entity: bool | None = None
     if answered and cited and asked:
         wrong_entity = any(entity_of(k) not in asked for k in cited if not k.startswith("unlabelled:"))
-    conflict = bool(response.get("conflict")) and answered
+    conflict = answered and (response.get("conflict") or {}).get("status") not in (None, "", "none")
     return TurnScore(answered, correct, stated, len(facts), wrong, len(texts) if answered else 0, relevant, markup,
                      wrong_entity, cited, conflict)  # fmt: skip
+
+
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i if in is it its me my of on or our so that the "
+    "their them there these this to was we were what when where which who will with you your".split()
+)
+
+
+def content_tokens(text: str) -> set[str]:
+    return {t for t in normalise(text).split() if t not in STOPWORDS}
+
+
+def claim_addresses(claim: str, facts: Sequence[str], quotes: Sequence[str], min_share: float = 0.5) -> bool:
+    """Does a delivered claim address the question?  Independently of the verifier: it states a gold
+    fact, or it carries at least half of the content words of a gold passage quote.  A claim from the
+    right page that says something else (the page's other sentences) does not count."""
+    norm = normalise(claim)
+    if any(states(norm, f) for f in facts):
+        return True
+    have = content_tokens(claim)
+    for quote in quotes:
+        want = content_tokens(quote)
+        if want and len(want & have) / len(want) >= min_share:
+            return True
+    return False
 
 
 def gold_in_top(turn: dict[str, Any], ranked: Sequence[tuple[str, str]], k: int = 10) -> bool | None:

@@ -191,8 +191,10 @@ def load_demo_corpus(*, pages: set[str] | None = None, pdfs: set[str] | None = N
         queue = f"eval-demo-{digest}"  # no worker listens here: every run happens in this process
         sources.start()
         try:
+            live = {spec.name: spec for spec in demo_connectors(sources.base_url)}
             with override_settings(CAIRN={**settings.CAIRN, "CONNECTOR_QUEUE": queue}):
-                for tid, spec, _ in instances:
+                for tid, placeholder, _ in instances:
+                    spec = live[placeholder.name]
                     if spec.tenant == "globex" and not any(s == "GLOBEX" for s in space_of.values()):
                         continue
                     with tenant_context(tid):
