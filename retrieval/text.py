@@ -608,7 +608,7 @@ def _confluence_blocks(text: str) -> list[_Block]:
 _SOFT_BREAK_HYPHEN = re.compile(r"(?<=[a-z])-$")
 
 
-# pypdf 7 refuses arrays of more than 100,000 elements by default; real filings exceed it (three of
+# pypdf 7 refuses arrays of more than 100,000 elements by default; real filings exceed it (two of
 # the demo's Microsoft 10-Qs carry one such array), and the document would never be indexed.  Ten
 # times the default still bounds a hostile file; MAX_TEXT_CHARS bounds the text.
 PDF_MAX_ARRAY_ELEMENTS = 1_000_000
