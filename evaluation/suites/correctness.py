@@ -14,8 +14,9 @@ Reported per split (dev, test), overall and per category, worst category first (
 * ``abstention_recall`` / ``abstention_precision``: on turns that must abstain (no answer in the corpus,
   a restricted page asked by a non-reader); ``answered_rate_on_answerable``;
 * ``claim_relevance_precision``: delivered claims that cite a gold document or state a gold fact;
-* ``retrieval_recall@10``: the gold passage among the first 10 chunks of ``answers.engine.retrieve``
-  for the same (resolved) question and user;
+* ``retrieval_recall@10``: the gold passage among the first 10 chunks the engine ranked for this turn
+  (read from the reranker's ``output_rank`` in the trace; a turn that reused earlier evidence is
+  retrieved again with ``answers.engine.retrieve`` for its resolved question);
 * ``wrong_entity_rate``: answered turns citing a document about another company/product/corpus;
 * ``conflict_false_positive_rate``: answered turns showing a conflict (the set labels none);
 * ``raw_markup_rate``: delivered claims carrying source markup;
@@ -114,7 +115,22 @@ def _ask(perm: Any, question: str, conversation_id: str | None) -> tuple[dict[st
     return response or {"answer": {"claims": [], "abstention": {"reason": "no_done_event"}}}, first, total
 
 
+def _ranked_in_trace(response: dict[str, Any], doc_keys: dict[int, str]) -> list[tuple[str, str]] | None:
+    """The engine's own top 10 (its reranker records every chunk's ``output_rank`` in the trace), or
+    None when the turn did not retrieve (a follow-up on reused evidence) or nothing was reranked."""
+    from retrieval.models import Chunk
+
+    signals = (((response.get("trace") or {}).get("retrieval") or {}).get("rerank") or {}).get("signals") or {}
+    ranked = sorted((sig.get("output_rank", 1e9), int(cid)) for cid, sig in signals.items())[:10]
+    if not ranked:
+        return None
+    rows = dict(Chunk.objects.filter(pk__in=[cid for _, cid in ranked]).values_list("pk", "document_id"))
+    texts = dict(Chunk.objects.filter(pk__in=[cid for _, cid in ranked]).values_list("pk", "text"))
+    return [(doc_keys.get(rows.get(cid, -1), ""), texts.get(cid, "")) for _, cid in ranked]
+
+
 def _ranked(perm: Any, question: str, doc_keys: dict[int, str]) -> list[tuple[str, str]]:
+    """The same retrieval run again (only for turns whose trace has no ranking of their own)."""
     from answers import engine
 
     plan = engine.build_plan(question, datetime.now(UTC), engine.RequestFilters())
@@ -145,7 +161,10 @@ def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -
                 recall = None
                 if item["expect"] == "answer" and turn["passages"]:
                     with tenant_context(tid):
-                        recall = cs.gold_in_top(turn, _ranked(perm, resolved, doc_keys))
+                        ranked = _ranked_in_trace(response, doc_keys)
+                        if ranked is None:
+                            ranked = _ranked(perm, resolved, doc_keys)
+                        recall = cs.gold_in_top(turn, ranked)
                 s = cs.score_turn(item, turn, response, doc_keys)
                 abst = (response.get("answer") or {}).get("abstention")
                 rows.append({
