@@ -24,7 +24,6 @@ from typing import Any
 
 from django.conf import settings
 from django.test.utils import override_settings
-from tqdm import tqdm
 
 from connectors.demo.exports import Exports
 from connectors.demo.server import DemoSources
@@ -32,7 +31,6 @@ from connectors.models import ConnectorInstance, SyncState
 from connectors.tasks import execute_sync
 from retrieval.demo import DEMO_LOGINS, DemoConnector, DemoSourcesEndpoint, demo_connectors, do_point_demo_instance
 from retrieval.models import Document, IngestEvent
-from retrieval.tasks import process_pending_inline
 from tenants.actions import do_add_member, do_create_tenant, do_create_user
 from tenants.context import tenant_context
 from tenants.models import Tenant, User
@@ -141,6 +139,50 @@ def _sync_inline(tid: int, instance: ConnectorInstance, queue: str) -> SyncState
         return SyncState.objects.get(pk=state.pk)
 
 
+def _claim(pk: int) -> bool:
+    """A session advisory lock per event: several evaluation processes can drain one outbox without
+    two of them applying the same event (``process_pending_inline`` alone assumes one consumer)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [EVAL_INGEST_LOCK, pk])
+        return bool(cur.fetchone()[0])
+
+
+def _release(pk: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_unlock(%s, %s)", [EVAL_INGEST_LOCK, pk])
+
+
+EVAL_INGEST_LOCK = 0x0CA1  # advisory lock class of the evaluation's ingest consumers
+
+
+def ingest_pending(tenant_id: int, *, newest_first: bool = False) -> int:
+    """Apply the tenant's pending ingest events with the worker's code; returns how many this process
+    applied.  Safe to run in several processes at once (``manage.py evaluate_ingest_helper``-style
+    shells started by hand on a loaded machine)."""
+    from retrieval.tasks import process_ingest_event
+
+    done = 0
+    order = ("-priority", "-created_at", "-pk") if newest_first else ("priority", "created_at", "pk")
+    while True:
+        with tenant_context(tenant_id):
+            pks = list(IngestEvent.objects.filter(status=IngestEvent.Status.PENDING).order_by(*order)
+                       .values_list("pk", flat=True)[:50])  # fmt: skip
+        if not pks:
+            return done
+        claimed = next((pk for pk in pks if _claim(pk)), None)
+        if claimed is None:
+            return done  # every pending event is being applied by another process
+        try:
+            process_ingest_event(tenant_id, claimed)
+            done += 1
+        finally:
+            _release(claimed)
+
+
 def load_demo_corpus(*, pages: set[str] | None = None, pdfs: set[str] | None = None, progress: bool = True,
                      fresh: bool = False) -> DemoCorpus:  # fmt: skip
     """The demo corpus in its tenants, synced through the connectors unless an identical load exists.
@@ -204,10 +246,19 @@ def load_demo_corpus(*, pages: set[str] | None = None, pdfs: set[str] | None = N
                         raise RuntimeError(f"demo sync of {spec.name!r} ended {state.status}: {state.last_error}")
                     with tenant_context(tid):
                         pending = IngestEvent.objects.filter(status=IngestEvent.Status.PENDING).count()
-                    with tqdm(total=pending, desc=f"ingest {spec.name}", unit="doc",
-                              disable=not progress or pending == 0) as bar:  # fmt: skip
-                        while n := process_pending_inline(tid, limit=1):
-                            bar.update(n)
+                    t_ingest = time.perf_counter()
+                    applied = ingest_pending(tid)
+                    # Events another process is still applying: wait for them (nothing is left unindexed).
+                    while True:
+                        with tenant_context(tid):
+                            left = IngestEvent.objects.filter(status=IngestEvent.Status.PENDING).count()
+                        if not left:
+                            break
+                        time.sleep(2)
+                        applied += ingest_pending(tid)
+                    if progress:
+                        print(f"ingest {spec.name}: {pending} events ({applied} in this process) in "
+                              f"{time.perf_counter() - t_ingest:.0f} s", flush=True)  # fmt: skip
         finally:
             sources.stop()
     indexed = _indexed(expected)

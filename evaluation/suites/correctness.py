@@ -183,6 +183,32 @@ def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -
     return rows
 
 
+def _ask_share(args: tuple[list[dict[str, Any]], Any]) -> list[dict[str, Any]]:
+    from django.db import connections
+
+    connections.close_all()  # a forked child opens its own connections
+    items, corpus = args
+    return ask_items(items, corpus, progress=False)
+
+
+def ask_parallel(items: list[dict[str, Any]], corpus: Any, workers: int, progress: bool) -> list[dict[str, Any]]:
+    """``ask_items`` in ``workers`` forked processes (items are independent; a conversation stays in one
+    process).  Rows come back in item order.  Timings then include the other workers' CPU contention."""
+    if workers <= 1 or len(items) < 2:
+        return ask_items(items, corpus, progress)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from django.db import connections
+
+    shares = [items[k::workers] for k in range(workers)]
+    connections.close_all()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(_ask_share, [(share, corpus) for share in shares]))
+    order = {item["id"]: n for n, item in enumerate(items)}
+    return sorted((r for part in parts for r in part), key=lambda r: (order[r["id"]], r["turn"]))
+
+
 def _rate(num: int | float, den: int) -> float | None:
     return round(num / den, 4) if den else None
 
@@ -266,7 +292,7 @@ def markdown(splits: dict[str, Any], corpus_line: str) -> str:
 
 
 def run(limit: int | None = None, progress: bool = True, split: str = "all", fresh: bool = False,
-        ids: Iterable[str] | None = None, **_: Any) -> SuiteResult:  # fmt: skip
+        ids: Iterable[str] | None = None, workers: int = 1, **_: Any) -> SuiteResult:  # fmt: skip
     from retrieval.evaluation.demo_corpus import load_demo_corpus
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -278,7 +304,7 @@ def run(limit: int | None = None, progress: bool = True, split: str = "all", fre
     else:
         corpus = load_demo_corpus(progress=progress, fresh=fresh)
     load_s = time.perf_counter() - t0
-    rows = ask_items(items, corpus, progress)
+    rows = ask_parallel(items, corpus, workers, progress)
     splits = aggregate(rows)
     n_docs = {t.slug: len(corpus.documents.get(t.pk, {})) for t in corpus.tenants.values()}
     corpus_line = (
@@ -287,7 +313,8 @@ def run(limit: int | None = None, progress: bool = True, split: str = "all", fre
         + (f"; not indexed: {corpus.failed_documents}" if corpus.failed_documents else "")
         + f". {len(items)} labelled questions asked through `answers.followups.turn_stages` as their labelled users."
     )
-    metrics = {"splits": splits, "selection": {"split": split, "limit": limit, "ids": list(ids) if ids else None},
+    metrics = {"splits": splits, "selection": {"split": split, "limit": limit, "ids": list(ids) if ids else None,
+                                               "workers": workers},
                "corpus": {"documents": n_docs, "synced_now": corpus.synced_now, "load_seconds": round(load_s, 1),
                           "not_indexed": corpus.failed_documents}, "goals": GOALS,
                "dataset": {"path": str(DATA.relative_to(Path(settings.BASE_DIR))), "items": len(items)}}  # fmt: skip

@@ -34,6 +34,8 @@ class Command(BaseCommand):
                             "correctness: labelled-set split (dev, test, all; default all)")  # fmt: skip
         parser.add_argument("--ids", default=None,
                             help="correctness: only these labelled items (comma-separated ids, e.g. factual-001)")  # fmt: skip
+        parser.add_argument("--workers", type=int, default=1,
+                            help="correctness: ask the questions in N forked processes (the corpus is loaded once)")  # fmt: skip
         parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
         parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
 
@@ -54,7 +56,8 @@ class Command(BaseCommand):
         result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
                             fresh=opts["fresh"], split=split, judge_url=opts["judge_url"],
                             judge_model=opts["judge_model"],
-                            ids=[i for i in opts["ids"].split(",") if i] if opts["ids"] else None)  # fmt: skip
+                            ids=[i for i in opts["ids"].split(",") if i] if opts["ids"] else None,
+                            workers=max(1, opts["workers"]))  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         files = write(result, command, out)
         self.stdout.write(result.markdown)
