@@ -26,10 +26,16 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from connectors.demo.exports import Exports
+from connectors.demo.loader import (
+    DEMO_LOGINS,
+    DemoConnector,
+    DemoSourcesEndpoint,
+    demo_connectors,
+    do_point_demo_instance,
+)
 from connectors.demo.server import DemoSources
 from connectors.models import ConnectorInstance, SyncState
 from connectors.tasks import execute_sync
-from retrieval.demo import DEMO_LOGINS, DemoConnector, DemoSourcesEndpoint, demo_connectors, do_point_demo_instance
 from retrieval.models import Document, IngestEvent
 from tenants.actions import do_add_member, do_create_tenant, do_create_user
 from tenants.context import tenant_context
@@ -76,9 +82,9 @@ def export_keys(ex: Exports, handbook_ids: list[str]) -> dict[str, str]:
 
 
 def _ensure_tenants(prefix: str) -> dict[str, Tenant]:
-    """The demo's two tenants and four logins (``retrieval.demo.ensure_tenants`` for the full demo)."""
+    """The demo's two tenants and four logins (``connectors.demo.loader.ensure_tenants`` for the full demo)."""
     if not prefix:
-        from retrieval.demo import ensure_tenants
+        from connectors.demo.loader import ensure_tenants
 
         return ensure_tenants()
     acme = do_create_tenant(f"{prefix}-acme", f"Acme Corp (evaluation slice {prefix})")
@@ -190,7 +196,7 @@ def load_demo_corpus(*, pages: set[str] | None = None, pdfs: set[str] | None = N
     ``pages`` (handbook ids such as ``pages/travel-and-leave/leave.md``, and ``eng:<id>`` keys) and ``pdfs``
     (file names) cut the exports to a slice; None = everything (the real demo tenants).
     """
-    from retrieval.demo import data_dir, handbook_pages
+    from connectors.demo.loader import data_dir, handbook_pages
 
     t0 = time.perf_counter()
     handbook_ids = [p["id"] for p in handbook_pages()]

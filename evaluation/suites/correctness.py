@@ -1,14 +1,14 @@
-"""Answer correctness on the demo tenant against the labelled set ``retrieval/evaluation/data/correctness.jsonl``.
+"""Answer correctness on the demo tenant against the labelled set ``evaluation/data/correctness.jsonl``.
 
 The demo corpus (18F handbook wiki, the ENG space with the design seed's worked examples, all 20 SEC
 10-Q filings, the second tenant's wiki) is loaded through the real connectors
-(``retrieval.evaluation.demo_corpus``); each labelled question is asked as its labelled user
+(``evaluation.demo_corpus``); each labelled question is asked as its labelled user
 (alice / bob / carol in acme, mallory in globex) through ``answers.followups.turn_stages``, the code
 behind ``POST /api/v1/answers`` and the answer stream, a follow-up as a turn of the same conversation.
 Answer caching is off for the run, so every turn is computed and timed.
 
 Reported per split (dev, test), overall and per category, worst category first (scoring rules in
-``retrieval.evaluation.correctness_scoring``; none of them uses the verifier under test):
+``evaluation.correctness_scoring``; none of them uses the verifier under test):
 
 * ``answer_correctness``: answerable turns with every gold fact stated and no labelled wrong fact;
 * ``abstention_recall`` / ``abstention_precision``: on turns that must abstain (no answer in the corpus,
@@ -38,8 +38,8 @@ from django.conf import settings
 from django.test.utils import override_settings
 from tqdm import tqdm
 
-from retrieval.evaluation import correctness_scoring as cs
-from retrieval.evaluation.report import SuiteResult, table
+from evaluation import correctness_scoring as cs
+from evaluation.report import SuiteResult, table
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "correctness.jsonl"
 SPLITS = ("dev", "test")
@@ -96,7 +96,7 @@ def _ask(perm: Any, question: str, conversation_id: str | None) -> tuple[dict[st
     """One turn through the answer path of the REST API; (response, ms to first claim, ms to done)."""
     from answers import engine, followups
     from answers.query_parser import QueryError
-    from cairn.api import ApiError
+    from core.errors import ApiError
 
     t0 = time.perf_counter()
     first: float | None = None
@@ -293,7 +293,7 @@ def markdown(splits: dict[str, Any], corpus_line: str) -> str:
 
 def run(limit: int | None = None, progress: bool = True, split: str = "all", fresh: bool = False,
         ids: Iterable[str] | None = None, workers: int = 1, **_: Any) -> SuiteResult:  # fmt: skip
-    from retrieval.evaluation.demo_corpus import load_demo_corpus
+    from evaluation.demo_corpus import load_demo_corpus
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()

@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from retrieval.evaluation import correctness_scoring as cs
-from retrieval.evaluation.suites import correctness
+from evaluation import correctness_scoring as cs
+from evaluation.suites import correctness
 
 ITEMS = correctness.load_items()
 METRICS = set(correctness.slice_metrics([]))
