@@ -132,8 +132,12 @@ def _ranked_in_trace(response: dict[str, Any], doc_keys: dict[int, str]) -> list
 def _ranked(perm: Any, question: str, doc_keys: dict[int, str]) -> list[tuple[str, str]]:
     """The same retrieval run again (only for turns whose trace has no ranking of their own)."""
     from answers import engine
+    from answers.query_parser import QueryError
 
-    plan = engine.build_plan(question, datetime.now(UTC), engine.RequestFilters())
+    try:
+        plan = engine.build_plan(question, datetime.now(UTC), engine.RequestFilters())
+    except QueryError:
+        return []  # the engine refused the question too (scored as its abstention)
     chunks = engine.retrieve(perm, plan).chunks
     return [(doc_keys.get(c.document_id, ""), c.text) for c in chunks[:10]]
 
