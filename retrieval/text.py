@@ -677,7 +677,24 @@ def _confluence_blocks(text: str) -> list[_Block]:
 _SOFT_BREAK_HYPHEN = re.compile(r"(?<=[a-z])-$")
 
 
+# pypdf 7 refuses arrays of more than 100,000 elements by default; real filings exceed it (two of
+# the demo's Microsoft 10-Qs carry one such array), and the document would never be indexed.  Ten
+# times the default still bounds a hostile file; MAX_TEXT_CHARS bounds the text.
+PDF_MAX_ARRAY_ELEMENTS = 1_000_000
+
+
 def _pdf_blocks(content: bytes) -> list[_Block]:
+    import contextlib
+
+    import pypdf
+
+    configure = getattr(pypdf, "apply_configuration", None)
+    limits = configure(array_maximum_element_count=PDF_MAX_ARRAY_ELEMENTS) if configure else contextlib.nullcontext()
+    with limits:
+        return _pdf_blocks_within_limits(content)
+
+
+def _pdf_blocks_within_limits(content: bytes) -> list[_Block]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 

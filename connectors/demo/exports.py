@@ -6,7 +6,11 @@
   restriction (``supervisor-resources`` → supervisors, ``office-of-operations`` → operations); in
   ``performance-management`` the section page is restricted to supervisors and each page to hr, so the
   inherited restrictions intersect (supervisors AND hr).
-* Microsoft Graph v1.0: one site, one drive with three SEC 10-Q PDFs shared with the AAD group *finance*.
+* Microsoft Graph v1.0: one site, one drive with all 20 SEC 10-Q PDFs of ``sec10q/docs`` shared with the
+  AAD group *finance*.
+* Confluence space ``ENG`` (read grant all-staff): the two worked examples of the design seed as pages, a
+  release-notes delta ("what changed in the latest release", with the previous release's default and an
+  upgrade note) and the orders-api multi-hop (a service catalogue entry and a runtime support policy).
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ RESTRICTED = {  # section -> (section page restriction group, per-page restricti
     "office-of-operations": ("operations", None),
     "performance-management": ("supervisors", "hr"),
 }
-SEC_FILES = ("2023 Q3 AAPL.pdf", "2023 Q2 AAPL.pdf", "2023 Q3 NVDA.pdf")
 GLOBEX_PAGES = 15
 
 CONFLUENCE_EMAIL = "demo-sync@acme.example"
@@ -45,7 +48,48 @@ GRAPH_CLIENT_ID = "demo-graph-client"
 GRAPH_CLIENT_SECRET = "demo-graph-secret"  # a throwaway credential of the local demo server only
 SITE_ID = "acme.sharepoint.example,de300000-0000-4000-8000-000000000001,de300000-0000-4000-8000-000000000002"
 DRIVE_ID = "b!finance-documents"
-SPACES = {"ONBOARD": "1001", "HANDBOOK": "1002", "GLOBEX": "1003"}
+SPACES = {"ONBOARD": "1001", "HANDBOOK": "1002", "GLOBEX": "1003", "ENG": "1004"}
+
+
+# The design seed's two worked examples as engineering pages (page id, title, last modified, Markdown).
+# Product, setting and service names are the seed's invented placeholders; the wording is ours.
+ENG_PAGES: tuple[tuple[str, str, str, str], ...] = (
+    ("40001", "ExampleDB release history", "2025-09-25T09:00:00+00:00",
+     "# ExampleDB release history\n\nExampleDB 18 is the current major release, released on 2025-09-25.\n\n"
+     "ExampleDB 17 was released on 2024-09-26 and is the previous major release.\n"),
+    ("40002", "ExampleDB 18 release notes", "2025-09-25T10:00:00+00:00",
+     "# ExampleDB 18 release notes\n\n## Logical replication\n\n"
+     "The subscription option lr_example_parallel_apply now defaults to on for newly created subscriptions. "
+     "With parallel apply, large transactions are applied by parallel workers on the subscriber while they are "
+     "still being received.\n\n## Publishers\n\nPublications can now filter rows by a column list on the "
+     "publisher side.\n"),
+    ("40003", "ExampleDB 17 configuration reference: subscriptions", "2024-09-26T10:00:00+00:00",
+     "# ExampleDB 17 configuration reference: subscriptions\n\n"
+     "lr_example_parallel_apply (boolean). Default: off. When on, the subscriber applies large transactions "
+     "with parallel workers.\n"),
+    ("40004", "Upgrading to ExampleDB 18", "2025-09-25T11:00:00+00:00",
+     "# Upgrading to ExampleDB 18\n\nExisting subscriptions keep the value of lr_example_parallel_apply that "
+     "was stored before the upgrade; only subscriptions created after the upgrade get the new default.\n"),
+    ("40005", "Service catalogue: orders-api", "2026-04-14T08:00:00+00:00",
+     "# Service catalogue: orders-api\n\norders-api: runtime Foo 3.2, owner payments-platform, "
+     "updated 2026-04-14.\n\nThe service takes orders from the web shop and hands them to billing.\n"),
+    ("40006", "Service catalogue: orders-worker", "2026-03-02T08:00:00+00:00",
+     "# Service catalogue: orders-worker\n\norders-worker: runtime Foo 3.4, owner fulfilment, "
+     "updated 2026-03-02.\n"),
+    ("40007", "Foo runtime support policy", "2026-01-05T08:00:00+00:00",
+     "# Foo runtime support policy\n\nFoo 3.2: security fixes until 2026-06-30; end of life 2026-12-31.\n\n"
+     "Foo 3.4: security fixes until 2027-06-30; end of life 2027-12-31.\n"),
+)  # fmt: skip
+
+
+def sec_files(data_dir: Path) -> list[Path]:
+    """Every 10-Q PDF of the bundled library, in name order."""
+    return sorted((data_dir / "sec10q" / "docs").glob("*.pdf"))
+
+
+def pdf_item_id(path: Path) -> str:
+    """A drive item id derived from the file name (stable whatever else is in the library)."""
+    return "item-10q-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-")
 
 
 def account_id(user: str) -> str:
@@ -172,10 +216,11 @@ def build_exports(data_dir: Path, base_url: str, *, limit_per_section: int | Non
         ex.pages[pid] = Page(pid, clean_title(page["title"]), "GLOBEX", markdown_to_storage(page["text"]),
                              _iso(page["last_modified"]))  # fmt: skip
         ex.space_pages["GLOBEX"].append(pid)
-    for i, name in enumerate(SEC_FILES):
-        path = data_dir / "sec10q" / "docs" / name
-        if path.exists():
-            ex.pdfs[f"item-10q-{i + 1}"] = path
+    for pid, title, when, body in ENG_PAGES:
+        ex.pages[pid] = Page(pid, title, "ENG", markdown_to_storage(body), _iso(when))
+        ex.space_pages["ENG"].append(pid)
+    for path in sec_files(data_dir):
+        ex.pdfs[pdf_item_id(path)] = path
     return ex
 
 
@@ -263,7 +308,9 @@ def confluence_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int,
         user = next((u for u in ACME_USERS if account_id(u) == query.get("accountId")), None)
         return (200, _user(ex, user)) if user else (404, {"message": "No user"})
     if path == v1 + "content/search":
-        keys = set(re.findall(r"space\s*(?:=|in)\s*\(?\"?(\w+)", query.get("cql", ""))) or set(SPACES)
+        # CQL ``space = "KEY"`` or ``space in ("A","B")``: every key of the list counts.
+        lists = re.findall(r"space\s*(?:=\s*\"?(\w+)|in\s*\(([^)]*)\))", query.get("cql", ""))
+        keys = {k for one, many in lists for k in ([one] if one else re.findall(r"\w+", many))} or set(SPACES)
         hits: list[dict[str, Any]] = [{"id": p.id, "type": "page", "status": "current", "title": p.title,
                  "version": {"when": p.when, "number": 1}, "space": {"key": p.space}}
                 for p in ex.pages.values() if p.space in keys]  # fmt: skip

@@ -2,8 +2,9 @@
 
 ``connectors.demo.server`` (started by ``bin/cairn run``) plays Confluence Cloud and Microsoft Graph from
 ``../shared/data``: the 18F handbook as Confluence spaces with per-section read restrictions (one of them
-nested: ``performance-management`` needs *supervisors* AND *hr*), three SEC 10-Q PDFs as a SharePoint drive
-shared with the AAD group *finance*, and a small site for the second tenant.  This module only creates
+nested: ``performance-management`` needs *supervisors* AND *hr*), the engineering space ``ENG`` (the design
+seed's worked examples), all 20 SEC 10-Q PDFs as a SharePoint drive shared with the AAD group *finance*,
+and a small site for the second tenant.  This module only creates
 tenants, users and connector instances and asks for sync runs; documents, ACLs, groups and identities
 come from the connectors through the sync tasks and the ingestion pipeline, like for any customer.
 
@@ -118,7 +119,7 @@ def demo_connectors(base_url: str) -> list[DemoConnector]:
         ),  # fmt: skip
         DemoConnector("acme", "Finance library", "sharepoint", graph, {"client_secret": GRAPH_CLIENT_SECRET}),
         DemoConnector(
-            "acme", "Handbook wiki", "confluence", {"site_url": base_url, "space_keys": ["HANDBOOK"]}, wiki_creds
+            "acme", "Handbook wiki", "confluence", {"site_url": base_url, "space_keys": ["HANDBOOK", "ENG"]}, wiki_creds
         ),  # fmt: skip
         DemoConnector(
             "globex", "Globex wiki", "confluence", {"site_url": base_url, "space_keys": ["GLOBEX"]}, wiki_creds

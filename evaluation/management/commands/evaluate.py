@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-SUITES = ("retrieval", "reranker", "verifier", "conflicts", "answers", "leaks", "operations")
+SUITES = ("retrieval", "reranker", "verifier", "conflicts", "answers", "leaks", "operations", "correctness")
 
 
 class Command(BaseCommand):
@@ -31,7 +31,13 @@ class Command(BaseCommand):
         parser.add_argument("--fresh", action="store_true", help="ingest into a new evaluation tenant")
         parser.add_argument("--no-progress", action="store_true")
         # Verifier suite only: the SciFact claims split (thresholds were tuned on dev) and an optional judge.
-        parser.add_argument("--split", default="dev", choices=("dev", "train"), help="verifier: SciFact claims split")
+        parser.add_argument("--split", default=None, choices=("dev", "train", "test", "all"),
+                            help="verifier: SciFact claims split (dev, train; default dev); "
+                            "correctness: labelled-set split (dev, test, all; default all)")  # fmt: skip
+        parser.add_argument("--ids", default=None,
+                            help="correctness: only these labelled items (comma-separated ids, e.g. factual-001)")  # fmt: skip
+        parser.add_argument("--workers", type=int, default=1,
+                            help="correctness: ask the questions in N forked processes (the corpus is loaded once)")  # fmt: skip
         parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
         parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
         # Answer-producing suites (answers, conflicts, correctness): which writer is measured.
@@ -45,14 +51,22 @@ class Command(BaseCommand):
         suite = opts["suite"]
         if opts["limit"] is not None and opts["limit"] < 1:
             raise CommandError("--limit must be >= 1")
+        split = opts["split"] or ("all" if suite == "correctness" else "dev")
+        allowed = ("dev", "test", "all") if suite == "correctness" else ("dev", "train")
+        if split not in allowed:
+            raise CommandError(
+                f"--split {split} is not a split of the {suite} suite (choose from {', '.join(allowed)})"
+            )
         out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
         module = importlib.import_module(f"evaluation.suites.{suite}")
         from evaluation.report import write
 
         with _writer_for_run(opts):
             result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
-                                fresh=opts["fresh"], split=opts["split"], judge_url=opts["judge_url"],
-                                judge_model=opts["judge_model"])  # fmt: skip
+                                fresh=opts["fresh"], split=split, judge_url=opts["judge_url"],
+                                judge_model=opts["judge_model"],
+                                ids=[i for i in opts["ids"].split(",") if i] if opts["ids"] else None,
+                                workers=max(1, opts["workers"]))  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         files = write(result, command, out)
         self.stdout.write(result.markdown)

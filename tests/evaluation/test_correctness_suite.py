@@ -1,0 +1,219 @@
+"""The correctness suite: its labelled set, its scoring rules, and a small slice run end to end.
+
+The slice loads a handful of handbook pages through the demo's connectors (sample-export server,
+Confluence connector, sync task, ingestion pipeline) and asks the labelled questions as the labelled
+users through the answer path of the REST API.  Assertions are on behaviour (who must abstain, what
+counts as wrong, what the report holds), never on the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from evaluation import correctness_scoring as cs
+from evaluation.suites import correctness
+
+ITEMS = correctness.load_items()
+METRICS = set(correctness.slice_metrics([]))
+
+APPLE_LATEST = {"id": "period-x", "category": "period", "user": "carol", "expect": "answer", "entity": "AAPL",
+                "wrong": ["94,836"],
+                "turns": [{"question": "What was Apple's revenue in the latest quarter?", "facts": ["81,797 | 81.8 billion"],
+                           "passages": [{"doc": "sec10q:2023 Q3 AAPL.pdf", "quote": "Total net sales 81,797 82,959"}]}]}  # fmt: skip
+DOC_KEYS = {1: "sec10q:2023 Q3 AAPL.pdf", 2: "sec10q:2023 Q3 NVDA.pdf", 3: "sec10q:2023 Q2 AAPL.pdf",
+            4: "handbook:pages/getting-started/equipment.md"}  # fmt: skip
+
+
+def response(*claims: tuple[str, int], abstention: str | None = None, conflict: str | None = None) -> dict[str, Any]:
+    """An answer body as ``answers.engine`` returns it: claims citing evidence records of documents."""
+    return {
+        "answer": {"claims": [{"id": f"c{i}", "text": text, "citations": [{"evidence_id": f"e{i}", "quote": text}]}
+                              for i, (text, _) in enumerate(claims)],
+                   "abstention": {"reason": abstention, "message": ""} if abstention else None},
+        "evidence": [{"id": f"e{i}", "document_id": doc} for i, (_, doc) in enumerate(claims)],
+        "results": [{"document_id": doc} for _, doc in claims],
+        "conflict": {"status": conflict} if conflict else None,
+    }  # fmt: skip
+
+
+def score(item: dict[str, Any], resp: dict[str, Any]) -> cs.TurnScore:
+    return cs.score_turn(item, item["turns"][0], resp, DOC_KEYS)
+
+
+# ------------------------------------------------------------------ the labelled set
+
+
+def test_the_labelled_set_has_every_category_in_both_splits_and_at_least_150_questions() -> None:
+    assert len(ITEMS) >= 150
+    assert len({i["id"] for i in ITEMS}) == len(ITEMS)
+    per = Counter((i["category"], i["split"]) for i in ITEMS)
+    for category in cs.CATEGORIES:
+        dev, test = per[(category, "dev")], per[(category, "test")]
+        assert dev and test and abs(dev - test) <= 1, (category, dev, test)
+
+
+def test_every_labelled_question_names_a_demo_user_and_what_a_correct_answer_states() -> None:
+    for item in ITEMS:
+        assert item["user"] in ("alice", "bob", "carol", "mallory"), item["id"]
+        assert item["expect"] in ("answer", "abstain")
+        if item["category"] == "follow_up":
+            assert 2 <= len(item["turns"]) <= 3, item["id"]
+        for turn in item["turns"]:
+            if item["expect"] == "answer":
+                assert turn["facts"] and turn["passages"], item["id"]
+            else:
+                assert not turn["facts"], item["id"]
+        if item["category"] == "restricted_non_reader":
+            assert item["expect"] == "abstain" and item["turns"][0]["passages"], item["id"]
+
+
+def test_every_wiki_gold_quote_is_in_its_page() -> None:
+    """The handbook and ENG quotes against the source text (the PDFs' are checked against the index by the suite)."""
+    from connectors.demo.exports import ENG_PAGES
+
+    root = Path(settings.CAIRN["DEMO_DATA_DIR"]) / "18f_handbook" / "pages_current.jsonl"
+    pages = {json.loads(line)["id"]: json.loads(line)["text"] for line in root.read_text().splitlines() if line}
+    eng = {f"eng:{pid}": body for pid, _, _, body in ENG_PAGES}
+    checked = 0
+    for item in ITEMS:
+        for turn in item["turns"]:
+            for p in turn["passages"]:
+                kind, _, rest = p["doc"].partition(":")
+                text = (
+                    eng.get(p["doc"]) if kind == "eng" else pages.get(rest) if kind in ("handbook", "globex") else None
+                )
+                if kind == "sec10q":
+                    assert re.fullmatch(r"20\d\d Q[1-4] (AAPL|AMZN|INTC|MSFT|NVDA)\.pdf", rest), p["doc"]
+                    continue
+                assert text is not None, p["doc"]
+                assert cs.normalise(p["quote"]) in cs.normalise(text), (item["id"], p["quote"])
+                checked += 1
+    assert checked > 80
+
+
+# ------------------------------------------------------------------ scoring rules
+
+
+def test_an_answer_about_another_company_counts_as_wrong_entity_and_wrong() -> None:
+    s = score(APPLE_LATEST, response(("NVIDIA's revenue was $18,120 million.", 2)))
+    assert s.answered and not s.correct
+    assert s.wrong_entity is True
+    assert s.relevant_claims == 0
+
+
+def test_the_right_figure_from_the_right_filing_is_correct_with_or_without_separators() -> None:
+    s = score(APPLE_LATEST, response(("Total net sales: $81797 million, three months ended July 1, 2023.", 1)))
+    assert s.correct and s.wrong_entity is False and s.relevant_claims == 1
+    assert cs.states(cs.normalise("Net sales were $81.8 billion."), "81,797 | 81.8 billion")
+
+
+def test_an_answer_that_also_states_the_labelled_wrong_figure_is_not_correct() -> None:
+    s = score(APPLE_LATEST, response(("Total net sales 81,797", 1), ("Total net sales 94,836", 3)))
+    assert s.facts_stated == 1 and s.wrong_stated == ["94,836"] and not s.correct
+
+
+def test_a_handbook_sentence_does_not_answer_a_question_about_a_filing() -> None:
+    s = score(APPLE_LATEST, response(("All TTS employees are issued an Apple iPhone.", 4)))
+    assert s.wrong_entity is True and not s.correct
+
+
+def test_a_restricted_question_asked_by_a_non_reader_is_right_only_when_it_abstains() -> None:
+    item = next(i for i in ITEMS if i["category"] == "restricted_non_reader")
+    assert score(item, response(abstention="weak_evidence")).correct
+    assert not score(item, response(("Anything at all.", 4))).correct
+
+
+def test_markup_and_shown_conflicts_are_counted_on_delivered_claims() -> None:
+    s = score(APPLE_LATEST, response(("**Total net sales** | 81,797 |", 1), conflict="conflict"))
+    assert s.markup_claims == 1 and s.conflict_shown
+    assert not score(APPLE_LATEST, response(("Total net sales 81,797", 1), conflict="none")).conflict_shown
+    for text in ("[Book your flight]({% page x %})", "see {% slack_channel \"travel\" %}", "<em>before</em>",
+                 "Logging in &amp; Networks", "# Heading"):  # fmt: skip
+        assert cs.RAW_MARKUP.search(text), text
+    assert not cs.RAW_MARKUP.search("Total net sales: $81,797 million (three months ended July 1, 2023).")
+
+
+def test_a_claim_from_the_gold_page_that_says_something_else_is_not_relevant() -> None:
+    quote = ["You are entitled to 12 weeks of paid time off for the birth, adoption or placement of a new child"]
+    assert not cs.claim_addresses(
+        "You can request Leave Without Pay (LWOP) of less than four weeks.", ["12 weeks"], quote
+    )
+    assert cs.claim_addresses("PPL gives you 12 weeks of paid time off.", ["12 weeks"], quote)
+
+
+def test_the_per_category_table_lists_the_worst_category_first() -> None:
+    rows = [{"id": "a", "split": "dev", "category": "factual", "expect": "answer", "answered": True, "correct": True},
+            {"id": "b", "split": "dev", "category": "period", "expect": "answer", "answered": True, "correct": False}]  # fmt: skip
+    base = {"claims": 1, "relevant_claims": 1, "markup_claims": 0, "wrong_entity": False, "conflict_shown": False,
+            "abstention": None, "zero_results": False, "recall@10": True, "first_claim_ms": 1.0, "full_answer_ms": 2.0}  # fmt: skip
+    out = correctness.aggregate([{**base, **r} for r in rows])
+    assert [m["category"] for m in out["dev"]["per_category"]] == ["period", "factual"]
+    assert set(out["dev"]["overall"]) == METRICS
+
+
+# ------------------------------------------------------------------ a slice, end to end
+
+SLICE = ["factual-001", "factual-031", "restricted_reader-001", "restricted_non_reader-001", "restricted_non_reader-008",
+         "no_answer-001", "follow_up-001"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("correctness")
+    with django_db_blocker.unblock():  # module scope: one slice run serves every test below
+        call_command("evaluate", suite="correctness", ids=",".join(SLICE), out=str(out), no_progress=True)
+    latest = out / "latest"
+    assert (latest / "correctness.md").read_text().startswith("# Evaluation: correctness")
+    assert (latest / "correctness_per_category.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return json.loads((latest / "correctness.json").read_text())
+
+
+def _rows(report: dict[str, Any], item_id: str) -> list[dict[str, Any]]:
+    return [r for r in report["details"]["turns"] if r["id"] == item_id]
+
+
+def test_the_slice_report_has_every_metric_overall_and_per_category(report: dict[str, Any]) -> None:
+    splits = report["metrics"]["splits"]
+    assert set(splits) == {ITEMS_BY_ID[i]["split"] for i in SLICE}
+    for data in splits.values():
+        assert set(data["overall"]) == METRICS
+        assert data["per_category"] and all(set(m) == METRICS | {"category"} for m in data["per_category"])
+    seen = {m["category"] for d in splits.values() for m in d["per_category"]}
+    assert seen == {ITEMS_BY_ID[i]["category"] for i in SLICE}
+    assert len(report["details"]["turns"]) == sum(len(ITEMS_BY_ID[i]["turns"]) for i in SLICE)
+
+
+def test_the_slice_is_loaded_through_the_connectors_into_both_demo_tenants(report: dict[str, Any]) -> None:
+    docs = report["metrics"]["corpus"]["documents"]
+    acme = next(v for k, v in docs.items() if k.endswith("-acme"))
+    globex = next(v for k, v in docs.items() if k.endswith("-globex"))
+    # PPL, the playbook page and its restricting section page, gmail in acme; gmail in globex.
+    assert acme >= 4 and globex == 1
+    assert report["metrics"]["corpus"]["not_indexed"] == []
+
+
+def test_a_restricted_page_is_found_by_its_reader_and_withheld_from_a_non_reader(report: dict[str, Any]) -> None:
+    (reader,) = _rows(report, "restricted_reader-001")
+    assert reader["user"] == "alice" and reader["recall@10"] is True
+    (other,) = _rows(report, "restricted_non_reader-001")
+    assert other["user"] == "carol" and not other["answered"] and other["correct"]
+    assert not any(k.startswith("handbook:pages/supervisor-resources") for k in other["cited"])
+    (tenant_b,) = _rows(report, "restricted_non_reader-008")
+    assert tenant_b["user"] == "mallory" and not tenant_b["answered"] and tenant_b["correct"]
+
+
+def test_a_follow_up_is_asked_as_the_second_turn_of_one_conversation(report: dict[str, Any]) -> None:
+    turns = _rows(report, "follow_up-001")
+    assert [t["turn"] for t in turns] == [1, 2]
+    assert all(t["full_answer_ms"] > 0 for t in turns)
+
+
+ITEMS_BY_ID = {i["id"]: i for i in ITEMS}
