@@ -851,8 +851,13 @@ def admin_url_session(
 _SECONDS = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*$")
 
 
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (integer, fractional, or HTTP-date); None if unusable."""
+def parse_retry_after(value: str | None, *, now: float | dt.datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (integer, fractional, or HTTP-date); None if unusable.
+
+    The one parser every client uses (Graph, Confluence, Slack, the writer endpoints). RFC 9110 §10.2.3:
+    delay-seconds is a non-negative number, so a negative or non-numeric value is no hint at all (None)
+    and the caller falls back to its own backoff. ``now``: epoch seconds or an aware datetime.
+    """
     if not value:
         return None
     match = _SECONDS.match(value)
@@ -864,7 +869,10 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)  # HTTP-dates are GMT by definition
-    current = time.time() if now is None else now
+    if isinstance(now, dt.datetime):
+        current = now.timestamp()
+    else:
+        current = time.time() if now is None else now
     return max(0.0, when.timestamp() - current)
 
 

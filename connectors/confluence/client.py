@@ -20,61 +20,35 @@ outbound host allow-list); otherwise a small local loop honours Retry-After
 
 from __future__ import annotations
 
-import email.utils
-import inspect
 import logging
-import math
-import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 
 from connectors.base import ConnectorError
+from core.http import (
+    OutboundHTTPError,
+    RateLimited,
+    ResponseTooLarge,
+    build_session,
+    request_with_retries,
+)
 
 log = logging.getLogger(__name__)
-
-try:  # the shared HTTP module may not exist yet; decided once, at import time
-    from core import http as _cairn_http  # type: ignore[attr-defined]
-
-    _request_with_retries: Callable[..., requests.Response] | None = getattr(_cairn_http, "request_with_retries", None)
-    _build_session: Callable[..., requests.Session] | None = getattr(_cairn_http, "build_session", None)
-    _RateLimited: type[BaseException] | None = getattr(_cairn_http, "RateLimited", None)
-    _OutboundError: type[BaseException] | None = getattr(_cairn_http, "OutboundHTTPError", None)
-    _TooLarge: type[BaseException] | None = getattr(_cairn_http, "ResponseTooLarge", None)
-except ImportError:
-    _request_with_retries = None
-    _build_session = None
-    _RateLimited = None
-    _OutboundError = None
-    _TooLarge = None
 
 
 class _AttachmentTooLarge(Exception):
     """The hardened session's size cap tripped while reading an attachment."""
 
 
-def _accepts_kwarg(func: Callable[..., Any] | None, name: str) -> bool:
-    if func is None:
-        return False
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
-_SHARED_TAKES_TIMEOUT = _accepts_kwarg(_request_with_retries, "timeout")
-
 V2 = "/wiki/api/v2"
 V1 = "/wiki/rest/api"
 # Attachment downloads redirect to Atlassian's media service; the redirect URL is pre-signed.
 MEDIA_HOST = "api.media.atlassian.com"
-_RETRY_STATUSES = frozenset({429, 503})
 # Waits up to this long (in total, per request) happen in-process; a longer Retry-After is raised
 # as ConnectorError(retry_after=...) so the task goes back to the queue with that countdown
 # instead of holding a worker (same budget as connectors.runtime.MAX_INLINE_WAIT_S).
@@ -98,26 +72,6 @@ class Batch:
     base: str  # ``_links.base`` of the response, e.g. https://acme.atlassian.net/wiki
 
 
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds (fractions accepted) or an HTTP date."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if not math.isfinite(seconds):  # NaN / inf: not a usable wait
-        return None
-    return max(0.0, seconds)
-
-
 def next_link_from_header(link_header: str | None) -> str | None:
     """The ``rel="next"`` target of an RFC 8288 ``Link`` header (v2 puts the cursor URL there)."""
     if not link_header:
@@ -131,11 +85,9 @@ def next_link_from_header(link_header: str | None) -> str | None:
 
 
 def default_session(site_url: str) -> requests.Session:
-    """``core.http.build_session`` restricted to the site (and the media redirect host) when available."""
-    if _build_session is None:
-        return requests.Session()
+    """``core.http.build_session`` restricted to the site (and the media redirect host)."""
     host = urlsplit(site_url).hostname or ""
-    return _build_session(allowed_hosts=[host, MEDIA_HOST], allow_private=False)
+    return build_session(allowed_hosts=[host, MEDIA_HOST], allow_private=False)
 
 
 class ConfluenceClient:
@@ -204,46 +156,24 @@ class ConfluenceClient:
         # redirect to the media host); a plain session follows them by default.
         if hasattr(self.session, "follow_redirects"):
             kwargs["follow_redirects"] = True
-        if _request_with_retries is not None:
-            try:
-                return _request_with_retries(
-                    self.session, "GET", url, max_total_wait=self.max_retry_wait, sleep=self._sleep, **kwargs
-                )
-            except Exception as exc:
-                if _RateLimited is not None and isinstance(exc, _RateLimited):
-                    raise ConnectorError(
-                        "Confluence is rate limiting requests",
-                        item=_safe_item(url),
-                        retry_after=getattr(exc, "retry_after", None),
-                    ) from None
-                if _OutboundError is not None and isinstance(exc, _OutboundError):
-                    # Blocked destination, oversize body...: its message is already redacted.
-                    raise ConnectorError(f"Confluence request refused: {exc}", item=_safe_item(url)) from None
-                raise
-        return self._send_with_local_retries(url, **kwargs)
-
-    def _send_with_local_retries(self, url: str, **kwargs: Any) -> requests.Response:
-        attempt = 0
-        waited = 0.0
-        while True:
-            resp = self.session.get(url, **kwargs)
-            if resp.status_code not in _RETRY_STATUSES:
-                return resp
-            wait = parse_retry_after(resp.headers.get("Retry-After"))
-            resp.close()
-            if wait is None:
-                wait = min(self.max_retry_wait, 0.5 * (2**attempt))
-            if attempt >= self.max_retries or waited + wait > self.max_retry_wait:
-                # Hand the wait to the task runner instead of blocking a worker for minutes.
-                raise ConnectorError(
-                    f"Confluence is rate limiting requests (HTTP {resp.status_code})",
-                    item=_safe_item(url),
-                    retry_after=wait,
-                )
-            # Jitter spreads the retries of parallel syncs; it only ever lengthens the wait.
-            self._sleep(wait + random.uniform(0.0, min(1.0, 0.1 * wait + 0.05)))
-            waited += wait
-            attempt += 1
+        try:
+            return request_with_retries(
+                self.session,
+                "GET",
+                url,
+                max_attempts=self.max_retries,
+                max_total_wait=self.max_retry_wait,
+                sleep=self._sleep,
+                **kwargs,
+            )
+        except RateLimited as exc:
+            # Past the inline budget: hand the wait to the task runner instead of blocking a worker.
+            raise ConnectorError(
+                "Confluence is rate limiting requests", item=_safe_item(url), retry_after=exc.retry_after
+            ) from None
+        except OutboundHTTPError as exc:
+            # Blocked destination, oversize body...: its message is already redacted.
+            raise ConnectorError(f"Confluence request refused: {exc}", item=_safe_item(url)) from None
 
     def _get(
         self, path_or_link: str, params: Mapping[str, str | int] | None = None, *, stream: bool = False
@@ -377,7 +307,7 @@ class ConfluenceClient:
                     return None
                 chunks.append(chunk)
         except Exception as exc:
-            if _TooLarge is not None and isinstance(exc, _TooLarge):
+            if isinstance(exc, ResponseTooLarge):
                 return None
             raise
         finally:

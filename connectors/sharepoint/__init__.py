@@ -1,6 +1,6 @@
 """SharePoint Online connector (Microsoft Graph v1.0, app-only)."""
 
-from connectors.sharepoint.client import DeltaGone, GraphClient, NotFound, parse_retry_after
+from connectors.sharepoint.client import DeltaGone, GraphClient, NotFound
 from connectors.sharepoint.sync import SharePointConfig, SharePointConnector
 
 __all__ = [
@@ -9,5 +9,4 @@ __all__ = [
     "NotFound",
     "SharePointConfig",
     "SharePointConnector",
-    "parse_retry_after",
 ]

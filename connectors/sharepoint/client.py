@@ -10,10 +10,8 @@ nothing but an explicit Graph call can carry the bearer token.
 from __future__ import annotations
 
 import base64
-import email.utils
 import json as _json
 import logging
-import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +24,7 @@ import msal
 import requests
 
 from connectors.base import ConnectorError
+from core.http import OutboundHTTPError, RateLimited, build_session, parse_retry_after
 
 log = logging.getLogger(__name__)
 
@@ -86,35 +85,9 @@ class Page:
 
 
 def _default_session(max_response_bytes: int) -> requests.Session:
-    try:
-        from core.http import build_session
-    except ImportError:  # the shared hardened client is missing: a plain session still works
-        return requests.Session()
     # Graph, login.microsoftonline.com and the *.sharepoint.com download hosts are all public,
     # so nothing needs an allow-list exemption from the private-address checks.
     return build_session(max_response_bytes=max_response_bytes)
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds (fractions accepted) or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if math.isnan(seconds):
-        return None
-    return max(0.0, seconds)
 
 
 class GraphClient:
@@ -539,19 +512,11 @@ def _raise_for_status(resp: requests.Response, path_or_url: str) -> None:
 
 
 def _is_outbound_refusal(exc: BaseException) -> bool:
-    try:
-        from core.http import OutboundHTTPError
-    except ImportError:
-        return False
     return isinstance(exc, OutboundHTTPError)
 
 
 def _rate_limited_seconds(exc: BaseException) -> float | None:
     # core.http may raise its own RateLimited from inside the session; honour its wait.
-    try:
-        from core.http import RateLimited
-    except ImportError:
-        return None
     if isinstance(exc, RateLimited):
         return float(getattr(exc, "retry_after", 0.0) or 0.0)
     return None

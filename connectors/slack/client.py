@@ -15,8 +15,6 @@ Slack Marketplace; see ``NON_MARKETPLACE_PACING``.
 
 from __future__ import annotations
 
-import email.utils
-import math
 import random
 import ssl
 import threading
@@ -34,29 +32,12 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 
 from connectors.base import ConnectorError
+from core.http import parse_retry_after
 
 SLACK_API_URL = "https://slack.com/api/"
 
 SleepFn = Callable[[float], None]
 ClockFn = Callable[[], float]
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delta-seconds (fractions allowed) or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if not math.isfinite(seconds):  # NaN/inf: treat as absent rather than sleep forever or not at all
-        return None
-    return max(0.0, seconds)
 
 
 class RetryAfterHandler(RetryHandler):

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from connectors.base import ConnectorError
-from connectors.confluence.client import ConfluenceClient, next_link_from_header, parse_retry_after
+from connectors.confluence.client import ConfluenceClient, next_link_from_header
 from connectors.confluence.permissions import build_acl, restriction_clause, space_clause
 from connectors.confluence.webhooks import (
     SECRET_HEADER,
@@ -20,6 +20,7 @@ from connectors.confluence.webhooks import (
     parse_event,
     verify_secret,
 )
+from core.http import parse_retry_after
 from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, can_read
 

@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from connectors.sharepoint.client import parse_retry_after
 from connectors.sharepoint.notifications import (
     client_state_matches,
     delta_dedupe_key,
@@ -14,6 +13,7 @@ from connectors.sharepoint.notifications import (
     validation_reply,
 )
 from connectors.sharepoint.permissions import acl_from_permissions
+from core.http import parse_retry_after
 
 TENANT = "7d2c2a4e-0000-4000-8000-00000000c0de"
 SITE = "contoso.sharepoint.com,s1,w1"

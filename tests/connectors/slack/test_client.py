@@ -9,7 +9,8 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from connectors.base import ConnectorError
-from connectors.slack.client import HistoryPacing, SlackClient, parse_retry_after
+from connectors.slack.client import HistoryPacing, SlackClient
+from core.http import parse_retry_after
 from tests.connectors.slack.fake_slack import TOKEN, FakeSlackServer
 
 
@@ -94,7 +95,8 @@ def test_an_unreachable_server_is_a_connector_error_not_a_crash() -> None:
 
 @pytest.mark.parametrize(
     ("header", "seconds"),
-    [("0.5", 0.5), ("30", 30.0), (" 2 ", 2.0), ("-3", 0.0), ("soon", None), (None, None), ("nan", None)],
+    # RFC 9110 §10.2.3: delay-seconds is non-negative, so "-3" is no hint (the caller's own backoff applies).
+    [("0.5", 0.5), ("30", 30.0), (" 2 ", 2.0), ("-3", None), ("soon", None), (None, None), ("nan", None)],
 )
 def test_retry_after_values_parse_as_fractional_seconds(header: str | None, seconds: float | None) -> None:
     assert parse_retry_after(header) == seconds
