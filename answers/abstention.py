@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from answers.contracts import QueryPlan
-from answers.verification import content_stems
+from answers.contracts import EvidenceRecord, QueryPlan
+from answers.planning import plan_question
+from answers.verification import attribute_synonyms, content_stems
+from answers.writers.extractive import ExtractiveWriter
 
 
 def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
     """Share of the query's content terms covered by the best quote; an entity's alias and its
     canonical name count as one term (either form covers it)."""
-    from answers.verification import attribute_synonyms
 
     groups: list[set[str]] = []
     entity_stems: set[str] = set()
@@ -72,9 +73,6 @@ def _examples(split: str = "dev") -> list[tuple[str, list[str], set[str]]]:
 
 
 def score_examples(split: str = "dev") -> list[tuple[float, bool]]:
-    from answers.contracts import EvidenceRecord
-    from answers.planning import plan_question
-    from answers.writers.extractive import ExtractiveWriter
 
     writer = ExtractiveWriter()
     scored: list[tuple[float, bool]] = []

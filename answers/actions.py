@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from answers import freshness
 from answers.models import AnswerSettings, AuthorityAssignment, AuthorityTier, EntityAlias, FreshnessFeed
+from core.crypto import encrypt_text
 from core.errors import ApiError
 from core.http import BlockedDestination, SafeFetcher, check_admin_url, operator_endpoints
 from retrieval.models import Chunk, Document, IndexState, Source
@@ -138,7 +139,6 @@ def check_endpoint_url(url: str) -> None:
 @transaction.atomic
 def do_set_answer_settings(writer: str, *, actor: Actor, endpoint_url: str = "", model: str = "",
                            api_key: str | None = None) -> AnswerSettings:  # fmt: skip
-    from core.crypto import encrypt_text
 
     if endpoint_url:
         check_endpoint_url(endpoint_url)

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan
+from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.verification import STOPWORDS, content_stems, support_features, version_key
 from answers.writers.extractive import split_sentences, unfit_reason
 
@@ -293,7 +293,6 @@ def find_conflicts(plan: QueryPlan, claims: list[DraftClaim], evidence: list[Evi
 
 
 def _citation(s: Statement) -> Any:
-    from answers.contracts import Citation
 
     return Citation(evidence_id=s.evidence.id, quote=s.text)
 

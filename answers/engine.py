@@ -41,6 +41,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from answers.abstention import evidence_strength
+from answers.actions import tier_names
 from answers.conflicts import conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
@@ -62,6 +63,7 @@ from answers.verification import (
     verifier_release,
     version_key,
 )
+from answers.writers import writer_for_tenant
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -261,7 +263,6 @@ def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> 
 
 
 def _tenant_writer() -> tuple[Any, list[str]]:
-    from answers.writers import writer_for_tenant
 
     if current_tenant_id() is None:
         return get_backend("WRITER"), []
@@ -573,7 +574,6 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
         return
     writer, writer_notes = _tenant_writer()
     release = release_identity(writer)
-    from answers.actions import tier_names
 
     tiers = tier_names()
     cache_state = "bypass" if reuse else "miss"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from answers.contracts import QueryPlan
+from answers.models import FreshnessFeed
 from answers.verification import version_key
 from core.http import OutboundHTTPError, SafeFetcher, redact
 
@@ -127,7 +128,6 @@ def check_freshness(
     plan: QueryPlan, newest: IndexedVersion | None, *, fetcher: SafeFetcher | None = None
 ) -> dict[str, Any]:
     """The answer's freshness section; call inside tenant_context."""
-    from answers.models import FreshnessFeed
 
     section: dict[str, Any] = {
         "needs_current_version": plan.needs_current_version,

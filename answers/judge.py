@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from answers.contracts import SupportLabel
+from answers.models import AnswerSettings
+from answers.writers import decrypt_api_key, llama_local
+from answers.writers.llama_local import LlamaCppWriter
+from answers.writers.openai_compat import OpenAICompatibleWriter
 
 JUDGE_NAME = "openai-compatible-judge"
 JUDGE_VERSION = "1"
@@ -123,8 +127,6 @@ class OpenAICompatibleJudge:
 
     def __init__(self, endpoint_url: str, model: str, api_key: str = "", *, timeout: float = 30.0,
                  azure_api_version: str = "") -> None:  # fmt: skip
-        from answers.writers.openai_compat import OpenAICompatibleWriter
-
         self._client = OpenAICompatibleWriter(endpoint_url, model, api_key, timeout=timeout,
                                               azure_api_version=azure_api_version)  # fmt: skip
         self.endpoint_url = self._client.endpoint_url
@@ -151,7 +153,6 @@ class LlamaCppJudge(OpenAICompatibleJudge):
     name = "llama-cpp-judge"
 
     def __init__(self, *, timeout: float | None = None) -> None:
-        from answers.writers.llama_local import LlamaCppWriter
 
         self._client = LlamaCppWriter(max_tokens=200, timeout=timeout or _timeout())
         self.endpoint_url = self._client.endpoint_url
@@ -170,14 +171,10 @@ def judge_for_tenant() -> OpenAICompatibleJudge | LlamaCppJudge | None:
     The OpenAI-compatible writer's endpoint, or the local model server of the ``llama_cpp``
     writer; the extractive writer's claims are verbatim quotes, so there is nothing for a judge to add.
     """
-    from answers.models import AnswerSettings
-    from answers.writers import decrypt_api_key
 
     row = AnswerSettings.objects.first()
     if row is not None and row.writer == AnswerSettings.Writer.LLAMA_CPP:
         from django.conf import settings
-
-        from answers.writers import llama_local
 
         # Opt-in: the shipped 1.5B model judged SciFact claims worse than the fallback (docs/benchmarks.md "Evaluation").
         if settings.CAIRN.get("VERIFIER_LOCAL_JUDGE") and llama_local.available():

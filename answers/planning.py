@@ -27,6 +27,7 @@ from datetime import date, datetime
 from typing import Any
 
 from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
+from answers.models import EntityAlias
 from answers.query_parser import constraints_enforced_as_filters, parse_query, validate_rewrite
 from answers.verification import STOPWORDS
 
@@ -47,7 +48,6 @@ class RequestFilters:
 
 def load_aliases() -> dict[str, str]:
     """The current tenant's alias list (surface form -> canonical); call inside tenant_context."""
-    from answers.models import EntityAlias
 
     return {a.alias: a.canonical for a in EntityAlias.objects.all().only("alias", "canonical")}
 

@@ -37,8 +37,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from django.conf import settings
 
+from core.backends import embedder, get_backend
+from core.http import build_session
 from retrieval.chunking import split_sentences
+from retrieval.models import Chunk
 from retrieval.search import RankedChunk
+from tenants.context import current_tenant_id
 
 if TYPE_CHECKING:
     from answers.contracts import QueryPlan
@@ -268,11 +272,9 @@ class MiniLMFusionReranker:
     # -- vectors ------------------------------------------------------------------------------------
     def _stored_vectors(self, chunks: Sequence[RankedChunk]) -> dict[int, np.ndarray]:
         """The vectors the index already holds, when a tenant is active (RLS-scoped read)."""
-        from tenants.context import current_tenant_id
 
         if current_tenant_id() is None:
             return {}
-        from retrieval.models import Chunk
 
         rows = Chunk.objects.filter(pk__in=[c.chunk_id for c in chunks]).values_list("id", "embedding")
         return {int(i): np.asarray(v, dtype=np.float32) for i, v in rows if v is not None}
@@ -333,7 +335,6 @@ class MiniLMFusionReranker:
 
     # -- scoring ------------------------------------------------------------------------------------
     def features(self, query: str, chunks: Sequence[RankedChunk]) -> list[dict[str, float]]:
-        from core.backends import embedder
 
         emb = embedder()
         qv = np.asarray(emb.embed_query(query), dtype=np.float32)
@@ -503,8 +504,6 @@ class HttpCrossEncoderReranker(_CrossEncoderBase):
         super().__init__(depth)
         from urllib.parse import urlsplit
 
-        from core.http import build_session
-
         cfg = settings.CAIRN
         self.url = url or cfg.get("RERANKER_URL", "")
         if not self.url:
@@ -550,7 +549,6 @@ class HttpCrossEncoderReranker(_CrossEncoderBase):
 
 
 def reranker() -> Any:
-    from core.backends import get_backend
 
     return get_backend("RERANKER")
 

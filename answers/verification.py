@@ -22,6 +22,10 @@ from datetime import date, datetime
 from typing import Any, Literal, Protocol
 
 from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabel, VerificationResult
+from answers.judge import JudgeError, judge_for_tenant
+from answers.scoping import bound_entities, mentions
+from core.backends import embedder, get_backend
+from tenants.context import current_tenant_id
 
 VERIFIER_NAME = "lexical-embedding-verifier"
 VERIFIER_VERSION = "2"
@@ -44,7 +48,6 @@ def verifier_release() -> dict[str, str]:
         path = None
     if not path:
         return {"name": VERIFIER_NAME, "version": VERIFIER_VERSION}
-    from core.backends import get_backend
 
     return dict(get_backend("VERIFIER").release())
 
@@ -795,7 +798,6 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     words, or their usual synonyms, in the claim, its quotes or the source title),
     ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing).
     """
-    from answers.scoping import bound_entities, mentions
 
     reasons: list[str] = []
     for ev, _quote in cited:
@@ -955,7 +957,6 @@ def verify_claim(
 def _ask_judge(judge: Judge, claim_text: str, to_judge: list[tuple[int, str, str, bool]],
                labels: list[SupportLabel], reasons: list[str]) -> tuple[int, int]:  # fmt: skip
     """Replace lexical labels by the judge's, in place; returns (judged, failed) counts."""
-    from answers.judge import JudgeError
 
     judged = failed = 0
     for index, quote, passage, numbers_off in to_judge:
@@ -1009,11 +1010,9 @@ class ClaimVerifier(LexicalVerifier):
         return {"name": self.name, "version": version}
 
     def _tenant_judge(self) -> Any:
-        from tenants.context import current_tenant_id
 
         if not self.uses_judge or current_tenant_id() is None:
             return None
-        from answers.judge import judge_for_tenant
 
         return judge_for_tenant()
 
@@ -1022,7 +1021,6 @@ class ClaimVerifier(LexicalVerifier):
                      ) -> VerificationResult:  # fmt: skip
         if not claim.citations or not needs_support_model(claim):
             return verify_claim(claim, evidence_by_id, plan, authorised_ids=authorised_ids)
-        from core.backends import embedder
 
         return verify_claim(
             claim,

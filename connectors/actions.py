@@ -15,13 +15,22 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
-from connectors.base import DeleteDocument, IdentitySeen, SetGroupMembers, SyncOp, UpdateAcl, UpsertDocument
+from connectors.base import (
+    ConnectorError,
+    DeleteDocument,
+    IdentitySeen,
+    SetGroupMembers,
+    SyncOp,
+    UpdateAcl,
+    UpsertDocument,
+)
 from connectors.dispatch import enqueue_sync
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
+from connectors.runtime import build_connector, known_kinds
 from connectors.sharepoint.subscriptions import do_ensure_subscriptions
-from core.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
+from core.crypto import CredentialsError, decrypt_json, decrypt_text, encrypt_json, encrypt_text
 from core.errors import ApiError
-from core.http import BlockedDestination, origin_of
+from core.http import BlockedDestination, OutboundHTTPError, RateLimited, origin_of, redact
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
@@ -73,7 +82,6 @@ def validate_connector_config(kind: str, config: Any, *, current: dict[str, Any]
     that is unchanged from ``current`` (an operator-approved demo URL survives a rename) or one set by
     the operator (``operator=True``, never reachable from a tenant admin's request).
     """
-    from connectors.runtime import known_kinds
 
     if kind not in known_kinds():
         raise ApiError("unknown_kind", f"kind must be one of {', '.join(known_kinds())}")
@@ -252,11 +260,6 @@ def do_read_webhook_secret(instance: ConnectorInstance, *, actor: Actor) -> str:
 def do_test_connection(instance: ConnectorInstance, *, actor: Actor) -> tuple[bool, str]:
     """Ask the source whether the stored credentials work; ``(ok, message)``, audited."""
     import requests
-
-    from connectors.base import ConnectorError
-    from connectors.runtime import build_connector
-    from core.crypto import CredentialsError
-    from core.http import OutboundHTTPError, RateLimited, redact
 
     try:
         build_connector(instance).test_connection()

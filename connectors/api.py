@@ -28,6 +28,7 @@ from connectors.actions import (
 from connectors.confluence.webhooks import ROUTES as CONFLUENCE_ROUTES
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
 from connectors.runtime import known_kinds
+from connectors.sharepoint.subscriptions import do_recreate_subscriptions, notification_url
 from core.crypto import CredentialsError, decrypt_text
 from core.errors import ApiError
 from core.openapi import error_responses
@@ -288,7 +289,6 @@ class ConnectorSubscriptionsView(TenantAPIView):
 
     @extend_schema(request=None, responses={202: SubscriptionsQueuedSerializer, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        from connectors.sharepoint.subscriptions import do_recreate_subscriptions, notification_url
 
         instance = _get(pk)
         if instance.kind != "sharepoint":

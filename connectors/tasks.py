@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from connectors.actions import ACTIVE, apply_sync_op, do_request_sync
 from connectors.base import ConnectorError
+from connectors.confluence.webhooks import WebhookRejected, parse_event
 from connectors.dispatch import enqueue_sync, sync_queue
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
 from connectors.runtime import build_connector
@@ -255,7 +256,6 @@ def enqueue_inbound_event(tenant_id: int, event_pk: int) -> None:
 
 @shared_task(acks_late=True, name="connectors.tasks.process_inbound_event")
 def process_inbound_event(tenant_id: int, event_pk: int) -> str:
-    from connectors.confluence.webhooks import WebhookRejected, parse_event
 
     with tenant_context(tenant_id):
         event = InboundEvent.objects.select_related("instance__source").filter(pk=event_pk).first()

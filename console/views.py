@@ -24,15 +24,38 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from answers import models as am
+from answers.actions import (
+    do_assign_authority,
+    do_create_feed,
+    do_delete_alias,
+    do_refresh_feed,
+    do_set_alias,
+    ensure_default_tiers,
+)
+from connectors import models as cm
+from connectors.actions import (
+    do_create_connector_instance,
+    do_read_webhook_secret,
+    do_request_sync,
+    do_rotate_webhook_secret,
+    do_set_paused,
+    do_test_connection,
+    do_update_connector_instance,
+)
+from connectors.api import ConnectorWebhookView
+from connectors.runtime import known_kinds
+from console.actions import do_add_authority_tier, do_reorder_authority_tiers
 from core.errors import ApiError
 from retrieval.actions import do_map_identity
-from retrieval.models import AclSet, Document, Source
+from retrieval.models import AclSet, Chunk, Document, IndexState, Source
 from retrieval.permissions import explain_access, unreadable_feedback_ids, user_principals
 from tenants.access import admin_view, operator_view
+from tenants.actions import do_add_member, do_create_tenant, do_create_user
 from tenants.audit import Actor, do_record_audit_event, export_csv, filtered_events
-from tenants.context import tenant_context
+from tenants.context import require_tenant_id, tenant_context
 from tenants.feedback import HIDDEN
-from tenants.models import ExternalIdentity, Group, Membership, Tenant, User
+from tenants.models import AuditEvent, ExternalIdentity, Feedback, Group, Membership, Tenant, User
 
 REPORTS_DIR = Path(settings.BASE_DIR) / "reports" / "latest"
 
@@ -101,7 +124,6 @@ def home(request: HttpRequest, membership: Membership) -> HttpResponse:
 
 
 def _connector_models() -> Any:
-    from connectors import models as cm
 
     return cm
 
@@ -146,7 +168,6 @@ def connectors_list(request: HttpRequest, membership: Membership) -> HttpRespons
 
 
 def _known_kinds() -> list[str]:
-    from connectors.runtime import known_kinds
 
     return list(known_kinds())
 
@@ -166,8 +187,6 @@ def _json_field(raw: str, name: str) -> dict[str, Any]:
 
 @admin_view
 def connector_new(request: HttpRequest, membership: Membership) -> HttpResponse:
-    from connectors.actions import do_create_connector_instance
-
     form = {"kind": request.POST.get("kind", ""), "name": request.POST.get("name", ""),
             "config": request.POST.get("config", "{}")}  # fmt: skip
     error = ""
@@ -196,7 +215,6 @@ def _hook_urls(request: HttpRequest, instance: Any, *, reveal: bool) -> tuple[li
 
     Some carry the webhook secret (Confluence's ``?secret=``); it is masked unless revealed.
     """
-    from connectors.api import ConnectorWebhookView
 
     info = ConnectorWebhookView()._info(request, instance)
     secret = str(info.get("secret") or "")
@@ -211,7 +229,6 @@ def _hook_urls(request: HttpRequest, instance: Any, *, reveal: bool) -> tuple[li
 
 @admin_view
 def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
-    from connectors.actions import do_request_sync, do_set_paused, do_update_connector_instance
 
     cm = _connector_models()
     instance = get_object_or_404(cm.ConnectorInstance.objects.select_related("source"), pk=pk)
@@ -235,8 +252,6 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
             except ValueError as exc:
                 error = str(exc)
         elif op == "test":
-            from connectors.actions import do_test_connection
-
             test_result = do_test_connection(instance, actor=actor(request))
         elif op in ("full", "incremental", "permission"):
             do_request_sync(instance, op, actor=actor(request))
@@ -247,8 +262,6 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
             messages.success(request, "Paused." if op == "pause" else "Resumed.")
             return redirect("console-connector", pk=pk)
         elif op == "rotate":
-            from connectors.actions import do_rotate_webhook_secret
-
             do_rotate_webhook_secret(instance, actor=actor(request))
             messages.success(request, "A new webhook secret was generated; update the source.")
             return redirect("console-connector", pk=pk)
@@ -256,8 +269,6 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
             reveal = True
     secret = ""
     if reveal and instance.webhook_secret_encrypted:
-        from connectors.actions import do_read_webhook_secret
-
         secret = do_read_webhook_secret(instance, actor=actor(request))
     hook_urls, hook_how = _hook_urls(request, instance, reveal=reveal)
     ctx = {
@@ -287,7 +298,6 @@ def connector_progress(request: HttpRequest, membership: Membership, pk: int) ->
 
 
 def _answers_models() -> Any:
-    from answers import models as am
 
     return am
 
@@ -300,15 +310,12 @@ def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
         op = request.POST.get("op", "")
         try:
             if op == "defaults":
-                from answers.actions import ensure_default_tiers
-
                 made = ensure_default_tiers()
                 audit(request, "hierarchy.default_tiers", "authority_tier", "", {"tiers": [t.name for t in made]})
             elif op == "add_tier":
                 name = request.POST.get("name", "").strip()[:100]
                 if not name:
                     raise ValueError("Give the tier a name.")
-                from console.actions import do_add_authority_tier
 
                 do_add_authority_tier(name, actor=actor(request))
             elif op in ("up", "down"):
@@ -320,14 +327,12 @@ def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
                 j = i - 1 if op == "up" else i + 1
                 if 0 <= j < len(ids):
                     ids[i], ids[j] = ids[j], ids[i]
-                    from console.actions import do_reorder_authority_tiers
 
                     do_reorder_authority_tiers(ids, actor=actor(request))
             elif op == "assign":
                 source = get_object_or_404(Source, pk=int(request.POST.get("source", "0")))
                 tier = get_object_or_404(am.AuthorityTier, pk=int(request.POST.get("tier", "0")))
                 container = request.POST.get("container", "").strip()[:300]
-                from answers.actions import do_assign_authority
 
                 do_assign_authority(source, tier, container, actor=actor(request))
             else:
@@ -350,7 +355,6 @@ def aliases(request: HttpRequest, membership: Membership) -> HttpResponse:
         try:
             if request.POST.get("op") == "delete":
                 alias = get_object_or_404(am.EntityAlias, pk=int(request.POST.get("alias", "0")))
-                from answers.actions import do_delete_alias
 
                 do_delete_alias(alias.pk, actor=actor(request))
             else:
@@ -358,7 +362,6 @@ def aliases(request: HttpRequest, membership: Membership) -> HttpResponse:
                 canonical = request.POST.get("canonical", "").strip()[:200]
                 if not surface or not canonical:
                     raise ValueError("Both the alias and the canonical name are needed.")
-                from answers.actions import do_set_alias
 
                 do_set_alias(surface, canonical, actor=actor(request))
             return redirect("console-aliases")
@@ -376,8 +379,6 @@ def feeds(request: HttpRequest, membership: Membership) -> HttpResponse:
     if request.method == "POST":
         try:
             if request.POST.get("op") == "refresh":
-                from answers.actions import do_refresh_feed
-
                 feed = get_object_or_404(am.FreshnessFeed, pk=int(request.POST.get("feed", "0")))
                 do_refresh_feed(feed, actor=actor(request))
             else:
@@ -386,7 +387,6 @@ def feeds(request: HttpRequest, membership: Membership) -> HttpResponse:
                 url = request.POST.get("url", "").strip()
                 if not (name and entity and url.startswith("https://")):
                     raise ValueError("Name, entity and an https:// URL are needed.")
-                from answers.actions import do_create_feed
 
                 do_create_feed(name, entity, url, actor=actor(request))
             return redirect("console-feeds")
@@ -436,7 +436,6 @@ def people(request: HttpRequest, membership: Membership) -> HttpResponse:
                     raise ValueError("Unknown role.")
                 if target.user_id == request.user.pk and role != Membership.Role.ADMIN:
                     raise ValueError("You cannot remove your own admin role.")
-                from tenants.actions import do_add_member
 
                 do_add_member(target.tenant, target.user, role=role, actor=actor(request))
                 messages.success(request, f"{target.user.username} is now {role}.")
@@ -534,7 +533,6 @@ def _audit_query(request: HttpRequest) -> tuple[Any, dict[str, str]]:
 
 
 def request_tenant(request: HttpRequest) -> int:
-    from tenants.context import require_tenant_id
 
     return require_tenant_id()
 
@@ -563,7 +561,6 @@ def audit_export(request: HttpRequest, membership: Membership) -> HttpResponse:
 @require_GET
 @admin_view
 def feedback_queue(request: HttpRequest, membership: Membership) -> HttpResponse:
-    from tenants.models import Feedback
 
     verdict = request.GET.get("verdict", "")
     qs = Feedback.objects.order_by("-created_at")
@@ -636,7 +633,6 @@ def quality_file(request: HttpRequest, membership: Membership, name: str) -> Htt
 def platform(request: HttpRequest) -> HttpResponse:
     """Create tenants and see usage.  Runs outside any tenant, and per-tenant figures are
     counts only: an operator never gets a row of tenant content from this page."""
-    from tenants.actions import do_add_member, do_create_tenant, do_create_user
 
     error = ""
     if request.method == "POST":
@@ -668,8 +664,6 @@ def platform(request: HttpRequest) -> HttpResponse:
 
 
 def _usage(tenant: Tenant) -> dict[str, Any]:
-    from retrieval.models import Chunk, IndexState
-    from tenants.models import AuditEvent
 
     with tenant_context(tenant.pk):
         state = IndexState.objects.first()

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from core.http import redact
+
 _MIN_LENGTH = 8  # shorter values would blank out ordinary words
 _MAX_REMEMBERED = 10_000
 _lock = threading.Lock()
@@ -48,7 +50,6 @@ def remember_secrets(values: Iterable[Any]) -> None:
 
 
 def scrub(text: str) -> str:
-    from core.http import redact
 
     with _lock:
         known = sorted(_secrets, key=len, reverse=True)  # longest first: a secret may contain another

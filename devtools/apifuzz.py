@@ -39,13 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answers import actions as answer_actions
-from answers.models import AnswerSettings
+from answers.models import AnswerSettings, FreshnessFeed
 from connectors.actions import do_create_connector_instance, do_set_paused
 from connectors.models import ConnectorInstance
 from retrieval.actions import do_create_source, do_enqueue_document
 from retrieval.contracts import SourceDocument
 from retrieval.tasks import process_pending_inline
 from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
+from tenants.audit import SYSTEM
 from tenants.context import tenant_context
 
 MARKER = "ZQXFUZZMARK"  # planted in tenant A's objects; must never reach another principal
@@ -82,9 +83,6 @@ class World:
 
 def build_world() -> World:
     """Two fresh tenants: A (admin + member, a document, alias, connector and feed) and B (an admin)."""
-    from answers.models import FreshnessFeed
-    from tenants.audit import SYSTEM
-    from tenants.context import tenant_context
 
     run = uuid.uuid4().hex[:8]
     tenant_a = do_create_tenant(f"fuzz-a-{run}", "Fuzz A")
@@ -122,9 +120,6 @@ def build_world() -> World:
 
 def quiesce_world(world: World) -> None:
     """Pause every connector the run created, so sync tasks it queued do nothing when a worker runs them."""
-    from connectors.models import ConnectorInstance
-    from tenants.audit import SYSTEM
-    from tenants.context import tenant_context
 
     for tenant_id in (world.tenant_id, world.other_tenant_id):
         with tenant_context(tenant_id):

@@ -25,18 +25,25 @@ from typing import Any
 from django.conf import settings
 from django.test.utils import override_settings
 
-from connectors.demo.exports import Exports
+from connectors.actions import do_request_sync
+from connectors.confluence.mapping import external_id
+from connectors.demo.exports import DRIVE_ID, Exports
 from connectors.demo.loader import (
     DEMO_LOGINS,
     DemoConnector,
     DemoSourcesEndpoint,
+    data_dir,
     demo_connectors,
     do_point_demo_instance,
+    ensure_tenants,
+    handbook_pages,
 )
 from connectors.demo.server import DemoSources
 from connectors.models import ConnectorInstance, SyncState
+from connectors.sharepoint.mapping import driveitem_external_id
 from connectors.tasks import execute_sync
 from retrieval.models import Document, IngestEvent
+from retrieval.tasks import process_ingest_event
 from tenants.actions import do_add_member, do_create_tenant, do_create_user
 from tenants.context import tenant_context
 from tenants.models import Tenant, User
@@ -60,9 +67,6 @@ def handbook_key(n: int, handbook_ids: list[str]) -> str:
 
 def export_keys(ex: Exports, handbook_ids: list[str]) -> dict[str, str]:
     """Connector external id -> dataset doc key, for every exported document."""
-    from connectors.confluence.mapping import external_id
-    from connectors.demo.exports import DRIVE_ID
-    from connectors.sharepoint.mapping import driveitem_external_id
 
     out: dict[str, str] = {}
     for pid in ex.pages:
@@ -84,8 +88,6 @@ def export_keys(ex: Exports, handbook_ids: list[str]) -> dict[str, str]:
 def _ensure_tenants(prefix: str) -> dict[str, Tenant]:
     """The demo's two tenants and four logins (``connectors.demo.loader.ensure_tenants`` for the full demo)."""
     if not prefix:
-        from connectors.demo.loader import ensure_tenants
-
         return ensure_tenants()
     acme = do_create_tenant(f"{prefix}-acme", f"Acme Corp (evaluation slice {prefix})")
     globex = do_create_tenant(f"{prefix}-globex", f"Globex (evaluation slice {prefix})")
@@ -133,7 +135,6 @@ def _is_complete(instances: list[tuple[int, DemoConnector, ConnectorInstance | N
 
 
 def _sync_inline(tid: int, instance: ConnectorInstance, queue: str) -> SyncState:
-    from connectors.actions import do_request_sync
 
     with tenant_context(tid):
         state = do_request_sync(instance, SyncState.Mode.FULL)
@@ -169,7 +170,6 @@ def ingest_pending(tenant_id: int, *, newest_first: bool = False) -> int:
     """Apply the tenant's pending ingest events with the worker's code; returns how many this process
     applied.  Safe to run in several processes at once (``manage.py evaluate_ingest_helper``-style
     shells started by hand on a loaded machine)."""
-    from retrieval.tasks import process_ingest_event
 
     done = 0
     order = ("-priority", "-created_at", "-pk") if newest_first else ("priority", "created_at", "pk")
@@ -196,7 +196,6 @@ def load_demo_corpus(*, pages: set[str] | None = None, pdfs: set[str] | None = N
     ``pages`` (handbook ids such as ``pages/travel-and-leave/leave.md``, and ``eng:<id>`` keys) and ``pdfs``
     (file names) cut the exports to a slice; None = everything (the real demo tenants).
     """
-    from connectors.demo.loader import data_dir, handbook_pages
 
     t0 = time.perf_counter()
     handbook_ids = [p["id"] for p in handbook_pages()]
@@ -227,7 +226,6 @@ def load_demo_corpus(*, pages: set[str] | None = None, pdfs: set[str] | None = N
     tenants = _ensure_tenants(prefix)
     keys = export_keys(ex, handbook_ids)
     space_of = {pid: p.space for pid, p in ex.pages.items()}
-    from connectors.confluence.mapping import external_id
 
     expected = {tenants["acme"].pk: {e for e, k in keys.items() if not k.startswith("globex:")},
                 tenants["globex"].pk: {external_id("page", pid) for pid, s in space_of.items() if s == "GLOBEX"}}  # fmt: skip

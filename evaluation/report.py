@@ -20,6 +20,8 @@ from typing import Any
 
 from django.conf import settings
 
+from core.backends import get_backend
+
 SECRET_SETTINGS = ("RERANKER_API_KEY",)
 
 
@@ -43,7 +45,6 @@ def _git(*args: str) -> str:
 
 
 def release_identity() -> dict[str, Any]:
-    from core.backends import get_backend
 
     def describe(key: str) -> dict[str, str]:
         try:

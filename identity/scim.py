@@ -52,7 +52,7 @@ from scim2_models import User as ScimUser
 from retrieval.permissions import bump_acl_version
 from tenants.audit import do_record_audit_event
 from tenants.auth import TokenRejected, find_live_token
-from tenants.context import tenant_context
+from tenants.context import require_tenant_id, tenant_context
 from tenants.models import ApiToken, Group, GroupMember, Membership, User
 from tenants.tokens import revoke_all_tokens_of
 
@@ -200,7 +200,6 @@ def _dump(resource: Any, request: HttpRequest, model: type[Any]) -> dict[str, An
 
 
 def _tenant_memberships() -> Any:
-    from tenants.context import require_tenant_id
 
     return Membership.objects.filter(tenant_id=require_tenant_id()).select_related("user")
 

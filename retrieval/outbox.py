@@ -31,6 +31,7 @@ from django.utils.module_loading import import_string
 from retrieval.backends import opensearch as osb
 from retrieval.models import Chunk, Document, IndexOutbox
 from tenants.context import require_tenant_id, tenant_context
+from tenants.models import Tenant
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +232,6 @@ def sweep_index_outbox() -> int:
     """Re-queue drains for tenants with a backlog (after an outage, a lost message, a dead worker)."""
     if not enabled():
         return 0
-    from tenants.models import Tenant
 
     queued = 0
     for tenant_id in Tenant.objects.values_list("id", flat=True):

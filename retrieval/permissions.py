@@ -27,9 +27,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from retrieval.contracts import Acl, normalise_acl
-from retrieval.models import AclSet, IndexState
+from retrieval.models import AclSet, Document, IndexState
 from tenants.context import require_tenant_id
-from tenants.models import ExternalIdentity, GroupMember, Membership, User
+from tenants.feedback import cited_document_ids
+from tenants.models import ExternalIdentity, Feedback, GroupMember, Membership, User
 
 log = logging.getLogger(__name__)
 
@@ -176,9 +177,6 @@ def unreadable_feedback_ids(user: User, rows: Iterable[object]) -> set[int]:
     like any other, so a flag on a document outside the admin's own ACLs shows ids, not text. A
     cited document that no longer exists counts as unreadable (fail closed).
     """
-    from retrieval.models import Document
-    from tenants.feedback import cited_document_ids
-    from tenants.models import Feedback
 
     perm = permission_context(user)
     flagged = [(f.pk, cited_document_ids(f)) for f in rows if isinstance(f, Feedback)]

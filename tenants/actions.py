@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db import transaction
 
 from tenants.audit import Actor, do_record_audit_event
+from tenants.context import tenant_context
 from tenants.models import ApiToken, Membership, Tenant, User
 
 
@@ -39,8 +40,6 @@ def do_add_member(tenant: Tenant, user: User, *, role: str = Membership.Role.MEM
             membership.role = role
             membership.save(update_fields=["role"])
         if actor is not None and changed:
-            from tenants.context import tenant_context
-
             with tenant_context(tenant.pk):
                 do_record_audit_event(actor=actor, action="member.role_changed", target_type="user",
                                       target_id=user.pk, details={"role": role})  # fmt: skip

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import connection
 
+from tenants.scoping import TenantScopedModel
+
 
 @register(Tags.security, deploy=True)
 def check_secrets(app_configs: Any, **kwargs: Any) -> list[Any]:
@@ -36,7 +38,6 @@ def _is_fernet_key(key: str) -> bool:
 
 
 def tenant_tables() -> list[str]:
-    from tenants.scoping import TenantScopedModel
 
     tables = [m._meta.db_table for m in apps.get_models() if issubclass(m, TenantScopedModel)]
     return sorted(tables + ["retrieval_posting", "retrieval_termstat"])

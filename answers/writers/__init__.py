@@ -43,7 +43,7 @@ def evaluated_writer(writer: Any) -> Iterator[None]:
 
 def writer_for_tenant() -> tuple[Any, list[str]]:
     """The current tenant's writer (call inside tenant_context) and notes for the trace."""
-    from answers.models import AnswerSettings
+    from answers.models import AnswerSettings  # here: `python -m answers.writers.local_model` runs without Django
 
     forced = _EVALUATED_WRITER.get()
     if forced is not None:

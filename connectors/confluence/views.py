@@ -16,6 +16,7 @@ from django.views.decorators.csrf import csrf_exempt
 from connectors.actions import do_store_inbound_event
 from connectors.confluence.webhooks import WebhookRejected, parse_event, verify_secret
 from connectors.hooks import BadJson, accepted, body_too_large, error, load_instance, parse_json_body, post_only, route
+from connectors.tasks import enqueue_inbound_event
 from core.crypto import decrypt_text
 from tenants.context import tenant_context
 
@@ -23,7 +24,6 @@ from tenants.context import tenant_context
 @csrf_exempt
 @post_only
 def webhook(request: HttpRequest, hook_uuid: str, event_name: str) -> HttpResponse:
-    from connectors.tasks import enqueue_inbound_event
 
     if body_too_large(request):
         return error("body_too_large", "The webhook body is too large.", 413)

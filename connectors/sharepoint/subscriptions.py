@@ -40,6 +40,8 @@ from connectors.models import ConnectorInstance
 from connectors.sharepoint.client import NotFound
 from core.crypto import decrypt_text
 from core.http import OutboundHTTPError
+from tenants.audit import do_record_audit_event
+from tenants.context import require_tenant_id
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,6 @@ def do_request_subscription_work(instance: ConnectorInstance, *, renew: list[str
     """Record lifecycle work durably and queue the maintenance task after commit (tenant context)."""
     if not renew and not recreate:
         return
-    from tenants.context import require_tenant_id
 
     with transaction.atomic():
         row = ConnectorInstance.objects.select_for_update().get(pk=instance.pk)
@@ -94,7 +95,6 @@ def do_ensure_subscriptions(instance: ConnectorInstance) -> None:
     subscriptions now, not at the next hourly beat (tenant context)."""
     if instance.kind != "sharepoint" or instance.paused:
         return
-    from tenants.context import require_tenant_id
 
     tenant_id, instance_pk = require_tenant_id(), instance.pk
     transaction.on_commit(lambda: enqueue_graph_subscriptions(tenant_id, instance_pk))
@@ -104,7 +104,6 @@ def do_recreate_subscriptions(instance: ConnectorInstance, *, actor: Any) -> lis
     """Admin action: replace every drive subscription of this instance (after a Graph outage, a
     changed public URL, a suspicion that deliveries stopped).  Returns the ids marked for
     replacement; the maintenance task deletes them at Graph and creates new ones."""
-    from tenants.audit import do_record_audit_event
 
     subs = sorted(str(k) for k in (instance.config.get("subscriptions") or {}))
     with transaction.atomic():

@@ -26,6 +26,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from answers.engine import answer_question
+from answers.planning import RequestFilters
+from answers.verification import support_label
 from evaluation.datasets import load_sec10q
 from evaluation.report import SuiteResult, table
 from evaluation.tenancy import ensure_eval_tenant
@@ -71,9 +74,6 @@ def _ticker(glob: str) -> str:
 
 
 def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResult:
-    from answers.engine import answer_question
-    from answers.planning import RequestFilters
-    from answers.verification import support_label
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()

@@ -18,6 +18,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from answers.engine import answer_question
+from answers.planning import RequestFilters
 from evaluation.datasets import load_ramdocs
 from evaluation.report import SuiteResult, table
 from evaluation.tenancy import ensure_eval_tenant
@@ -60,8 +62,6 @@ def documents(rows: list[dict[str, Any]]) -> list[SourceDocument]:
 
 
 def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResult:
-    from answers.engine import answer_question
-    from answers.planning import RequestFilters
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()

@@ -38,8 +38,15 @@ from django.conf import settings
 from django.test.utils import override_settings
 from tqdm import tqdm
 
+from answers import engine, followups
+from answers.query_parser import QueryError
+from core.errors import ApiError
 from evaluation import correctness_scoring as cs
+from evaluation.demo_corpus import load_demo_corpus
 from evaluation.report import SuiteResult, table
+from retrieval.models import Chunk
+from retrieval.permissions import permission_context
+from tenants.context import tenant_context
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "correctness.jsonl"
 SPLITS = ("dev", "test")
@@ -94,9 +101,6 @@ def _docs_of(items: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
 
 def _ask(perm: Any, question: str, conversation_id: str | None) -> tuple[dict[str, Any], float | None, float]:
     """One turn through the answer path of the REST API; (response, ms to first claim, ms to done)."""
-    from answers import engine, followups
-    from answers.query_parser import QueryError
-    from core.errors import ApiError
 
     t0 = time.perf_counter()
     first: float | None = None
@@ -118,7 +122,6 @@ def _ask(perm: Any, question: str, conversation_id: str | None) -> tuple[dict[st
 def _ranked_in_trace(response: dict[str, Any], doc_keys: dict[int, str]) -> list[tuple[str, str]] | None:
     """The engine's own top 10 (its reranker records every chunk's ``output_rank`` in the trace), or
     None when the turn did not retrieve (a follow-up on reused evidence) or nothing was reranked."""
-    from retrieval.models import Chunk
 
     signals = (((response.get("trace") or {}).get("retrieval") or {}).get("rerank") or {}).get("signals") or {}
     ranked = sorted((sig.get("output_rank", 1e9), int(cid)) for cid, sig in signals.items())[:10]
@@ -131,8 +134,6 @@ def _ranked_in_trace(response: dict[str, Any], doc_keys: dict[int, str]) -> list
 
 def _ranked(perm: Any, question: str, doc_keys: dict[int, str]) -> list[tuple[str, str]]:
     """The same retrieval run again (only for turns whose trace has no ranking of their own)."""
-    from answers import engine
-    from answers.query_parser import QueryError
 
     try:
         plan = engine.build_plan(question, datetime.now(UTC), engine.RequestFilters())
@@ -144,8 +145,6 @@ def _ranked(perm: Any, question: str, doc_keys: dict[int, str]) -> list[tuple[st
 
 def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -> list[dict[str, Any]]:
     """Every turn of every item, asked and scored (one row per turn)."""
-    from retrieval.permissions import permission_context
-    from tenants.context import tenant_context
 
     rows: list[dict[str, Any]] = []
     overrides = {**settings.CAIRN, "ANSWER_CACHE_SECONDS": 0, "LATEST_CACHE_SECONDS": 0}
@@ -297,7 +296,6 @@ def markdown(splits: dict[str, Any], corpus_line: str) -> str:
 
 def run(limit: int | None = None, progress: bool = True, split: str = "all", fresh: bool = False,
         ids: Iterable[str] | None = None, workers: int = 1, **_: Any) -> SuiteResult:  # fmt: skip
-    from evaluation.demo_corpus import load_demo_corpus
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()

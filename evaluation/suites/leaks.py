@@ -33,14 +33,21 @@ from django.urls import NoReverseMatch, reverse
 from tqdm import tqdm
 
 from answers.query_parser import QueryError
+from connectors import models as connector_models
+from connectors.actions import do_create_connector_instance
 from evaluation.report import SuiteResult, table
-from retrieval.actions import do_create_source, do_enqueue_document, do_set_group_members
+from retrieval.actions import do_create_source, do_enqueue_document, do_record_identity, do_set_group_members
 from retrieval.backends.base import SearchFilters
 from retrieval.contracts import SourceDocument
+from retrieval.models import Source
 from retrieval.permissions import permission_context
 from retrieval.search import hybrid_search
 from retrieval.tasks import process_pending_inline
+from slackbot import api as slack_api
+from slackbot import tasks as slack_tasks
+from slackbot.blocks import escape_mrkdwn
 from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
+from tenants.audit import SYSTEM
 from tenants.context import tenant_context
 
 WORDS = ["budget", "roadmap", "incident", "password", "salary", "launch", "vendor", "contract", "security",
@@ -57,9 +64,6 @@ def slack_id(name: str, run_id: str) -> str:
 def _link_slack(users: dict[str, Any], run_id: str) -> None:
     """One Slack app per tenant; each user's Slack account mapped by verified e-mail (the bot's
     ``cairn_user_for``), so the bot path resolves the same Cairn users as the other paths."""
-    from connectors.actions import do_create_connector_instance
-    from retrieval.actions import do_record_identity
-    from tenants.audit import SYSTEM
 
     seen: set[int] = set()
     for name, (u, _, t) in users.items():
@@ -151,8 +155,6 @@ def build_world(run_id: str) -> tuple[dict[str, Any], dict[str, tuple[str, set[s
             text = (f"This page covers the {a} plan and the {b} review. The {c} owner approved it. "
                     f"Reference code {token} identifies this record. The {a} and {c} details are final.")  # fmt: skip
             with tenant_context(tenants[t].pk):
-                from retrieval.models import Source
-
                 src = Source.objects.get(name="Wiki")
                 do_enqueue_document(src, SourceDocument(
                     external_id=f"{name}-{copy}", title=f"{a} page", url=f"https://wiki.eval.invalid/{name}/{copy}",
@@ -190,7 +192,6 @@ def _strip_echo(body: Any, q: str) -> str:
 def _strip_question(text: str, q: str) -> str:
     """Remove the user's own question however a page or payload echoes it (raw, HTML, JSON,
     URL, mrkdwn): a canary token the user typed is not a leak; one anywhere else is."""
-    from slackbot.blocks import escape_mrkdwn
 
     for variant in sorted({q, html.escape(q), html.escape(q, quote=False), json.dumps(q)[1:-1], quote_plus(q),
                            quote(q), escape_mrkdwn(q), json.dumps(escape_mrkdwn(q))[1:-1]}, key=len, reverse=True):  # fmt: skip
@@ -212,10 +213,6 @@ def _portal_client(username: str) -> Client:
 
 def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResult:
     from rest_framework.test import APIClient
-
-    from connectors import models as connector_models
-    from slackbot import api as slack_api
-    from slackbot import tasks as slack_tasks
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()

@@ -19,6 +19,8 @@ from typing import Any
 from django.test.utils import override_settings
 from tqdm import tqdm
 
+from answers.engine import answer_question, run_search
+from answers.planning import RequestFilters
 from connectors.demo.loader import handbook_pages, page_document
 from evaluation.metrics import percentile
 from evaluation.report import SuiteResult, table
@@ -60,9 +62,6 @@ def _dist(values: list[float]) -> dict[str, float]:
 
 def run(limit: int | None = None, progress: bool = True, **_: Any) -> SuiteResult:
     from rest_framework.test import APIClient
-
-    from answers.engine import answer_question, run_search
-    from answers.planning import RequestFilters
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()

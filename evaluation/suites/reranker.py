@@ -21,7 +21,13 @@ import numpy as np
 from django.conf import settings
 from tqdm import tqdm
 
-from answers.rerank import DEFAULT_WEIGHTS, MiniLMFusionReranker, _zscores
+from answers.rerank import (
+    DEFAULT_WEIGHTS,
+    HttpCrossEncoderReranker,
+    MiniLMFusionReranker,
+    OnnxCrossEncoderReranker,
+    _zscores,
+)
 from evaluation import metrics
 from evaluation.datasets import load_trec_dl19
 from evaluation.report import SuiteResult, table
@@ -89,12 +95,8 @@ def _cross_encoders() -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     cfg = settings.CAIRN
     if cfg.get("RERANKER_MODEL_DIR"):
-        from answers.rerank import OnnxCrossEncoderReranker
-
         out.append(("onnx cross-encoder", OnnxCrossEncoderReranker(depth=100)))
     if cfg.get("RERANKER_URL"):
-        from answers.rerank import HttpCrossEncoderReranker
-
         out.append(("http cross-encoder", HttpCrossEncoderReranker(depth=100)))
     return out
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tqdm import tqdm
 
+from answers.rerank import _zscores, reranker, with_depth
 from evaluation import metrics
 from evaluation.corpora import scifact_documents
 from evaluation.datasets import RetrievalSet, load_scifact
@@ -63,7 +64,6 @@ def evaluate_runs(runs: dict[str, dict[str, list[str]]], qrels: dict[str, dict[s
 
 def run(limit: int | None = None, progress: bool = True, depth: int | None = None, fresh: bool = False,
         **_: Any) -> SuiteResult:  # fmt: skip
-    from answers.rerank import reranker, with_depth
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t_start = time.perf_counter()
@@ -154,7 +154,6 @@ ABLATIONS: dict[str, dict[str, float]] = {
 def _ablations(runs: dict[str, dict[str, list[str]]], qid: str, chunks: list[Any], ro: Any,
                doc_map: dict[int, str]) -> None:  # fmt: skip
     """Re-combine the signals the reranker recorded (same vectors) with other weights."""
-    from answers.rerank import _zscores
 
     head = [c for c in chunks if c.chunk_id in ro.signals]
     if not head or "dense" not in ro.signals[head[0].chunk_id]:

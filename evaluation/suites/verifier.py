@@ -30,6 +30,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+import answers.verification as v
+from answers.contracts import Citation, DraftClaim, EvidenceRecord, ParsedQuery, QueryPlan
+from answers.judge import OpenAICompatibleJudge
+from answers.verification import verifier_release, verify_claim
+from core.backends import embedder as configured_embedder
 from evaluation import metrics
 from evaluation.datasets import load_scifact, load_scifact_claims
 from evaluation.report import SuiteResult, table
@@ -68,8 +73,6 @@ def items(limit: int | None, split: str = "dev") -> list[dict[str, Any]]:
 
 def _verify(it: dict[str, Any], *, embedder: Any = None, judge: Any = None) -> tuple[str, str, tuple[str, ...]]:
     """The engine's verify_claim on one item; returns (support label, method, reasons)."""
-    from answers.contracts import Citation, DraftClaim, EvidenceRecord, ParsedQuery, QueryPlan
-    from answers.verification import verify_claim
 
     ev = EvidenceRecord(id="E", document_id=0, chunk_id=0, canonical_url="", title=it["doc"], source_system="scifact",
                         container="", text=it["quote"], char_start=0, char_end=len(it["quote"]),
@@ -103,8 +106,6 @@ def _variant_md(name: str, s: dict[str, Any]) -> str:
 
 def run(limit: int | None = None, progress: bool = True, split: str = "dev", judge_url: str | None = None,
         judge_model: str = "local", judge_timeout: float = 300.0, **_: Any) -> SuiteResult:  # fmt: skip
-    from answers.verification import verifier_release
-    from core.backends import embedder as configured_embedder
 
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}")
@@ -114,8 +115,6 @@ def run(limit: int | None = None, progress: bool = True, split: str = "dev", jud
     emb = configured_embedder()
     judge = None
     if judge_url:
-        from answers.judge import OpenAICompatibleJudge
-
         judge = OpenAICompatibleJudge(judge_url, judge_model, timeout=judge_timeout)
 
     gold = [it["gold"] for it in data]
@@ -193,8 +192,6 @@ def _plot(variants: dict[str, dict[str, Any]], split: str) -> Any:
 
 def tune() -> list[tuple[float, float, float, float]]:
     """Grid over the similarity thresholds on *dev*; prints the best settings (accuracy, P(SUPPORT))."""
-    import answers.verification as v
-    from core.backends import embedder as configured_embedder
 
     emb = configured_embedder()
     data = items(None, "dev")

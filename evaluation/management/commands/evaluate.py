@@ -17,6 +17,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from answers.writers import evaluated_writer
+from answers.writers.extractive import ExtractiveWriter
+from answers.writers.openai_compat import OpenAICompatibleWriter
+from evaluation.report import write
+
 SUITES = ("retrieval", "reranker", "verifier", "conflicts", "answers", "leaks", "operations", "correctness")
 
 
@@ -59,7 +64,6 @@ class Command(BaseCommand):
             )
         out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
         module = importlib.import_module(f"evaluation.suites.{suite}")
-        from evaluation.report import write
 
         with _writer_for_run(opts):
             result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
@@ -76,20 +80,16 @@ class Command(BaseCommand):
 
 def _writer_for_run(opts: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
     """The writer the run measures, installed for its duration (``answers.writers.evaluated_writer``)."""
-    from answers.writers import evaluated_writer
 
     choice = opts.get("writer") or "default"
     if choice == "default":
         return contextlib.nullcontext()
     if choice == "extractive":
-        from answers.writers.extractive import ExtractiveWriter
-
         return evaluated_writer(ExtractiveWriter())
     if not opts.get("writer_url"):
         raise CommandError(
             "--writer openai_compatible needs --writer-url (an OpenAI-compatible endpoint, …/v1); none is configured"
         )
-    from answers.writers.openai_compat import OpenAICompatibleWriter
 
     key = os.environ.get(opts["writer_key_env"], "") if opts.get("writer_key_env") else ""
     try:
