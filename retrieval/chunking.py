@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval.text import Heading
+from retrieval.extract import Heading
 
 # Pieces under this many words are not worth a chunk of their own (see chunk_text).
 SMALL_PIECE_WORDS = 40

@@ -26,11 +26,11 @@ from django.utils import timezone
 from retrieval.chunking import ChunkSpan, chunk_text
 from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, normalise_acl
 from retrieval.entities import describe_document
+from retrieval.extract import ExtractedText, clean_title, extract_text, has_extractor, metadata_text
 from retrieval.fingerprint import canonical_url, content_fingerprint, simhash64
 from retrieval.models import Chunk, Document, IndexState, Source
 from retrieval.outbox import record_index_change
 from retrieval.permissions import acl_digest, get_index_state, intern_acl
-from retrieval.text import ExtractedText, clean_title, extract_text, has_extractor, metadata_text
 from tenants.context import require_tenant_id
 
 log = logging.getLogger(__name__)

@@ -49,11 +49,11 @@ from connectors.confluence.permissions import (
 )
 from connectors.confluence.webhooks import WebhookEvent
 from retrieval.contracts import Acl
-from retrieval.text import SUPPORTED_MEDIA_TYPES
+from retrieval.extract import SUPPORTED_MEDIA_TYPES
 
 log = logging.getLogger(__name__)
 
-# Attachments of these media types are downloaded for their text (what retrieval.text can read);
+# Attachments of these media types are downloaded for their text (what retrieval.extract can read);
 # every other attachment (images, archives, ...) is still indexed, by its metadata only, with its
 # container's ACL, so a reader can find it and a non-reader cannot (issue 15).
 DEFAULT_ATTACHMENT_MEDIA_TYPES: tuple[str, ...] = tuple(

@@ -25,7 +25,7 @@ from typing import Any, cast
 import lxml.html
 from lxml import etree
 
-from retrieval.text import clean_title, render_markdown, tidy_markdown_residue
+from retrieval.extract import clean_title, render_markdown, tidy_markdown_residue
 
 ACME_USERS = {  # user -> Confluence groups (as in the previous demo)
     "alice": ["all-staff", "supervisors", "operations", "hr"],

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from retrieval.chunking import ChunkSpan, chunk_text, split_sentences
-from retrieval.text import Heading, extract_text
+from retrieval.extract import Heading, extract_text
 
 
 def _words(text: str) -> int:

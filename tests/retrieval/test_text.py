@@ -6,9 +6,8 @@ from pathlib import Path
 import docx
 import pytest
 
-from retrieval import text as text_module
-from retrieval.tables import table_statements
-from retrieval.text import (
+from retrieval import extract as text_module
+from retrieval.extract import (
     MAX_TEXT_CHARS,
     ExtractedText,
     ExtractionError,
@@ -18,6 +17,8 @@ from retrieval.text import (
     extract_text,
     strip_liquid,
 )
+from retrieval.extract import pdf as pdf_module
+from retrieval.extract.tables import table_statements
 
 HTML = "text/html"
 CONFLUENCE = "application/vnd.atlassian.storage+xml"
@@ -416,7 +417,7 @@ def test_corrupt_pdf_bytes_raise_extraction_error() -> None:
 def test_pdf_lines_are_reflowed_into_paragraphs() -> None:
     width = "X" * 70
     lines = [f"{width} The first", "paragraph ends here.", "Short heading", f"{width} hyphen-", "ated word."]
-    assert text_module._pdf_paragraphs(lines) == [
+    assert pdf_module._pdf_paragraphs(lines) == [
         f"{width} The first paragraph ends here.",
         "Short heading",
         f"{width} hyphen-ated word.",

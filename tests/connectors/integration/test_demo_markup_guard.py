@@ -15,7 +15,7 @@ import lxml.html
 from django.conf import settings as django_settings
 
 from connectors.demo.exports import markdown_to_storage, validate_storage
-from retrieval.text import MEDIA_CONFLUENCE, extract_text
+from retrieval.extract import MEDIA_CONFLUENCE, extract_text
 
 DATA = Path(django_settings.CAIRN["DEMO_DATA_DIR"])
 HTML_TAG = re.compile(
