@@ -17,6 +17,7 @@ from retrieval.extract import (
     extract_text,
     strip_liquid,
 )
+from retrieval.extract import base as base_module
 from retrieval.extract import pdf as pdf_module
 from retrieval.extract.tables import table_statements
 
@@ -438,7 +439,7 @@ def test_media_type_matching_ignores_case_and_parameters() -> None:
 
 
 def test_extracted_text_is_capped_at_max_text_chars(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(text_module, "MAX_TEXT_CHARS", 50)
+    monkeypatch.setattr(base_module, "MAX_TEXT_CHARS", 50)  # the cap is applied where blocks are assembled
     raw = "\n\n".join(f"Paragraph number {i} has some words." for i in range(20))
     result = extract_text(raw.encode(), "text/plain")
     assert 0 < len(result.text) <= 50
