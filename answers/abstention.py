@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
+from answers.lexicon import content_stems
 from answers.planning import plan_question
-from answers.verification import attribute_synonyms, content_stems
+from answers.verification import attribute_synonyms
 from answers.writers.extractive import ExtractiveWriter
 
 

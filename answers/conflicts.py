@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.verification import STOPWORDS, content_stems, support_features, version_key
+from answers.lexicon import STOPWORDS, content_stems, version_key
+from answers.support import support_features
 from answers.writers.extractive import split_sentences, unfit_reason
 
 THIN_TIER = 3  # chat and below: never enough to settle a disagreement

@@ -54,15 +54,12 @@ from answers.contracts import (
 from answers.evidence import build_evidence, narrow_to_answer_type
 from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
+from answers.lexicon import version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
+from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupported_links
 from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
-from answers.verification import (
-    strip_unsupported_calls_to_action,
-    strip_unsupported_links,
-    verifier_release,
-    version_key,
-)
+from answers.verification import verifier_release
 from answers.writers import writer_for_tenant
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.verification import INJECTION_RE, answer_type, attribute_synonyms, content_stems, is_instruction
+from answers.lexicon import content_stems
+from answers.sanitise import INJECTION_RE, is_instruction
+from answers.verification import answer_type, attribute_synonyms
 from answers.writers.extractive import split_sentences
 
 if TYPE_CHECKING:

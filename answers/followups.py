@@ -39,7 +39,7 @@ from django.core.cache import cache
 
 from answers import engine
 from answers.contracts import EvidenceRecord, to_jsonable
-from answers.verification import content_stems
+from answers.lexicon import content_stems
 from core.errors import ApiError
 from retrieval.models import Document, IndexState
 from retrieval.permissions import PermissionContext

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from answers.contracts import QueryPlan
+from answers.lexicon import version_key
 from answers.models import FreshnessFeed
-from answers.verification import version_key
 from core.http import OutboundHTTPError, SafeFetcher, redact
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, Hop, QueryPlan
 from answers.evidence import build_evidence
+from answers.lexicon import content_stems
 from answers.planning import RELATION_CUES, checked_rewrite
-from answers.verification import content_stems
 from answers.writers.extractive import split_sentences
 
 if TYPE_CHECKING:

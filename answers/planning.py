@@ -27,9 +27,9 @@ from datetime import date, datetime
 from typing import Any
 
 from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
+from answers.lexicon import STOPWORDS
 from answers.models import EntityAlias
 from answers.query_parser import constraints_enforced_as_filters, parse_query, validate_rewrite
-from answers.verification import STOPWORDS
 
 # A rewriter proposes extra retrieval queries (a model, a synonym table...): (name, query) pairs.
 Rewriter = Callable[[ParsedQuery], list[tuple[str, str]]]

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.verification import STOPWORDS, content_stems, is_instruction, normalise_ws, stem, tokens
+from answers.lexicon import STOPWORDS, content_stems, normalise_ws, stem, tokens
+from answers.sanitise import is_instruction
 
 WRITER_NAME = "extractive"
 WRITER_VERSION = "2"

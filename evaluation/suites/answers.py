@@ -7,7 +7,7 @@ The PDFs go through the ingestion pipeline as a SharePoint-like library (version
 * source-document recall: share of answered questions whose cited documents include one that
   matches the question's source glob (``*2023 Q3 AAPL*``);
 * citation support precision: share of kept claims whose quoted passage supports them, judged by
-  ``answers.verification.support_label``.  Not a headline: for the extractive writer a claim *is* its
+  ``answers.support.support_label``.  Not a headline: for the extractive writer a claim *is* its
   quote, so it is 1.0 by construction; it stays in the JSON (``by_construction``) and a sample is listed
   for human review.  Whether answers are right is the ``correctness`` suite;
 * abstention rate;
@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from answers.engine import answer_question
 from answers.planning import RequestFilters
-from answers.verification import support_label
+from answers.support import support_label
 from evaluation.datasets import load_sec10q
 from evaluation.report import SuiteResult, table
 from evaluation.tenancy import ensure_eval_tenant

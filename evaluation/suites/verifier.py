@@ -30,7 +30,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-import answers.verification as v
+import answers.support as v
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, ParsedQuery, QueryPlan
 from answers.judge import OpenAICompatibleJudge
 from answers.verification import verifier_release, verify_claim

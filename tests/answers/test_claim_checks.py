@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord
 from answers.planning import plan_question
-from answers.verification import strip_unsupported_calls_to_action, strip_unsupported_links, verify_claim
+from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupported_links
+from answers.verification import verify_claim
 from answers.writers.openai_compat import build_messages, parse_claims
 
 S1 = "The subscription option lr_example_parallel_apply now defaults to on for newly created subscriptions."

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from answers.contracts import EvidenceRecord, ParsedQuery, QueryPlan
-from answers.verification import quote_in_passage, verify_claim
+from answers.support import quote_in_passage
+from answers.verification import verify_claim
 from answers.writers.extractive import ExtractiveWriter, split_sentences, writer_release
 
 RELEASE_NOTES = (

@@ -7,14 +7,10 @@ from datetime import UTC, date, datetime
 import pytest
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, ParsedQuery, QueryPlan, TimeScope
-from answers.verification import (
-    normalise_ws,
-    quote_in_passage,
-    strip_unsupported_links,
-    support_label,
-    verifier_release,
-    verify_claim,
-)
+from answers.lexicon import normalise_ws
+from answers.sanitise import strip_unsupported_links
+from answers.support import quote_in_passage, support_label
+from answers.verification import verifier_release, verify_claim
 
 # The three illustrative passages of the design document's replication example.
 S1 = "The subscription option lr_example_parallel_apply now defaults to on for newly created subscriptions."

@@ -1,0 +1,320 @@
+"""Words as the checks compare them: normalisation, tokens, stems, numbers, version labels.
+
+Split out of ``answers.verification``, which combines them into a verdict per claim.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_QUOTE_MAP = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        # Invisible characters that survive HTML/PDF extraction would make an honest quote fail.
+        "\u00ad": None,
+        "\u200b": None,
+        "\u200c": None,
+        "\u200d": None,
+        "\u2060": None,
+        "\ufeff": None,
+    }
+)
+
+
+_WS_RE = re.compile(r"\s+")
+
+
+def normalise_ws(s: str) -> str:
+    """NFKC, straight quotes, ASCII dashes, collapsed whitespace, stripped."""
+    s = unicodedata.normalize("NFKC", s).translate(_QUOTE_MAP)
+    return _WS_RE.sub(" ", s).strip()
+
+
+# Small on purpose: content words decide coverage, so only true function words go here.
+STOPWORDS: frozenset[str] = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "else",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "have",
+        "has",
+        "had",
+        "having",
+        "can",
+        "could",
+        "should",
+        "would",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "will",
+        "it",
+        "its",
+        "it's",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "their",
+        "them",
+        "they",
+        "we",
+        "us",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "so",
+        "than",
+        "too",
+        "very",
+        "also",
+        "just",
+        "such",
+        "any",
+        "some",
+        "each",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "both",
+        "either",
+        "neither",
+        "nor",
+        "not",
+        "no",
+        "never",
+        "only",
+        "own",
+        "same",
+        "other",
+        "more",
+        "most",
+        "less",
+        "few",
+        "many",
+        "much",
+        "up",
+        "down",
+        "out",
+        "off",
+        "again",
+        "further",
+        "once",
+        "per",
+        "via",
+        "vs",
+        "etc",
+    }
+)
+
+
+NEGATION_CUES: frozenset[str] = frozenset(
+    {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot", "nowhere"}
+)
+
+
+# Words that turn a hedged statement into an absolute one; a claim may only use them if the quote does.
+ESCALATION_WORDS: frozenset[str] = frozenset(
+    {
+        "entirely",
+        "always",
+        "never",
+        "all",
+        "every",
+        "everyone",
+        "everything",
+        "completely",
+        "fully",
+        "totally",
+        "permanently",
+        "guaranteed",
+        "guarantees",
+        "guarantee",
+        "eliminates",
+        "eliminate",
+        "eliminated",
+        "impossible",
+    }
+)
+
+
+_NUMBER_WORDS = {
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+}
+
+
+# Words joined by apostrophes, dots, hyphens or underscores stay one token so that identifiers
+# (lr_example_parallel_apply), versions (3.2), dates (2026-06-30), 1,000 and "don't" survive intact.
+_TOKEN_RE = re.compile(r"[^\W_]+(?:(?:['._\-]|(?<=\d),(?=\d))[^\W_]+)*%?")
+
+
+_NUMERIC_RE = re.compile(r"^\d[\d,.:/\-]*%?$")
+
+
+# Ordered longest first; (suffix, replacement).  A light stemmer is enough because both sides of
+# every comparison go through the same function: it only has to be consistent, not linguistic.
+_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("ational", "ate"),
+    ("ations", "ate"),
+    ("ation", "ate"),
+    ("ingly", ""),
+    ("nesses", ""),
+    ("ments", ""),
+    ("ness", ""),
+    ("ment", ""),
+    ("edly", ""),
+    ("ings", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ing", ""),
+    ("ly", ""),
+    ("ed", ""),
+    ("es", ""),
+    ("s", ""),
+)
+
+
+def stem(word: str) -> str:
+    """Lowercase and strip common English suffixes ("subscriptions" -> "subscription")."""
+    w = word.lower().replace("\u2019", "'")
+    w = w.removesuffix("'s")
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    for suffix, repl in _SUFFIXES:
+        if not w.endswith(suffix):
+            continue
+        # "process", "status", "analysis" are not plurals.
+        if suffix == "s" and w.endswith(("ss", "us", "is")):
+            break
+        if suffix == "ed" and w.endswith("eed"):
+            break  # "need", "speed" are not past tenses
+        cand = w[: -len(suffix)] + repl
+        if len(cand) >= 3:
+            w = cand
+            break
+    if len(w) > 4 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in "aeiou":
+        w = w[:-1]  # "running" -> "runn" -> "run"
+    return w
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens of normalised text, original case kept (entities need it)."""
+    return _TOKEN_RE.findall(normalise_ws(text))
+
+
+def _norm_number(tok: str) -> str:
+    tok = tok.lower()
+    if tok in _NUMBER_WORDS:
+        return _NUMBER_WORDS[tok]
+    # Thousands separators only ("1,000" == "1000"); keep decimal points and date separators.
+    return re.sub(r",(?=\d{3}(?!\d))", "", tok)
+
+
+def is_number(tok: str) -> bool:
+    return bool(_NUMERIC_RE.match(tok)) or tok.lower() in _NUMBER_WORDS
+
+
+def content_stems(text: str) -> list[str]:
+    """Stemmed non-stopword tokens in order; numbers normalised, not stemmed."""
+    out: list[str] = []
+    for tok in tokens(text):
+        low = tok.lower()
+        if low in STOPWORDS or low.endswith("n't"):
+            continue
+        out.append(_norm_number(tok) if is_number(tok) else stem(tok))
+    return out
+
+
+_VERSION_PART_RE = re.compile(r"\d+|[a-z]+")
+
+
+def version_key(label: str) -> tuple[tuple[int, int | str], ...]:
+    """Sortable key for version labels: "3.10" > "3.9", "v16" == "16", "2023-Q3" > "2023-Q1"."""
+    parts = _VERSION_PART_RE.findall(label.lower().removeprefix("v"))
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
+
+
+_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
