@@ -18,8 +18,8 @@ from connectors.slack.events import sign
 from slackbot.blocks import answer_blocks, escape_mrkdwn, safe_link
 from tenants.audit import SYSTEM
 from tenants.context import tenant_context
+from tests.connectors.slack.fake_slack import TOKEN, FakeSlack, FakeSlackServer
 from tests.security.secret_canary import secret
-from tests.slackbot.fake_web_api import TOKEN, FakeWebApi, serve
 from tests.support import enqueue, ingest_inline, make_doc, source_for, unique
 
 # Both carry the run's secret canary (tests/security/secret_canary.py).
@@ -30,7 +30,7 @@ SECRET, OLD_SECRET = secret("signing-secret-current"), secret("signing-secret-pr
 class Workspace:
     tenant: Any
     instance: Any
-    api: FakeWebApi
+    api: FakeSlack
     ids: dict[str, str]  # alice/bob/carol/ext/nobody -> Slack user id
     users: dict[str, Any]
 
@@ -49,25 +49,28 @@ def workspace(celery_worker_process: Any) -> Iterator[Workspace]:
         username = unique(name)
         users[name] = do_create_user(username, f"{username}@example.com", None, email_verified=True)
         do_add_member(tenant, users[name])
-    api = FakeWebApi()
-    api.users = {
-        ids["alice"]: {"id": ids["alice"], "team_id": "T1"}, ids["bob"]: {"id": ids["bob"], "team_id": "T1"},
-        ids["carol"]: {"id": ids["carol"], "team_id": "T1"}, "UBOT": {"id": "UBOT", "is_bot": True},
-        ids["ext"]: {"id": ids["ext"], "team_id": "T-OTHER-ORG", "is_stranger": True},
-    }  # fmt: skip
-    api.members = {
-        "CALL": [ids["alice"], ids["bob"], ids["carol"], "UBOT", "USLACKBOT"],  # carol may not read finance
-        "CFIN": [ids["alice"], ids["bob"], "UBOT"],  # everyone may read finance
-        "CEXT": [ids["alice"], ids["bob"], ids["ext"]],  # a Slack Connect channel
-    }
-    with serve(api):
+    # The suite's one fake Slack Web API (tests/connectors/slack/fake_slack.py) with this test's workspace.
+    channel = {"is_private": False, "is_archived": False, "is_im": False}
+    api = FakeSlack(data={
+        "team": {"id": "T1", "name": "Slack Co", "domain": "slackco"}, "bot_user_id": "UBOT", "messages": {},
+        "users": [{"id": ids["alice"], "team_id": "T1"}, {"id": ids["bob"], "team_id": "T1"},
+                  {"id": ids["carol"], "team_id": "T1"}, {"id": "UBOT", "is_bot": True, "team_id": "T1"}],
+        "channels": [
+            # carol may not read finance
+            channel | {"id": "CALL", "name": "all", "members": [ids["alice"], ids["bob"], ids["carol"], "UBOT", "USLACKBOT"]},
+            channel | {"id": "CFIN", "name": "fin", "members": [ids["alice"], ids["bob"], "UBOT"]},  # all may read finance
+            channel | {"id": "CEXT", "name": "ext", "members": [ids["alice"], ids["bob"], ids["ext"]]},  # Slack Connect
+        ],
+    })  # fmt: skip
+    api.external_users = [{"id": ids["ext"], "team_id": "T-OTHER-ORG", "is_stranger": True}]
+    with FakeSlackServer(api) as server:
         with tenant_context(tenant.pk):
             for name in ("alice", "bob", "carol"):
                 u = users[name]
                 do_record_identity(f"slack:user:{ids[name]}", email=u.email, email_verified=True, display_name=name)
             do_set_group_members("entra:group:finance", [f"slack:user:{ids['alice']}", f"slack:user:{ids['bob']}"])
             instance = do_create_connector_instance(
-                "slack", "Slack", config={"team_id": "T1", "base_url": api.url},
+                "slack", "Slack", config={"team_id": "T1", "base_url": server.base_url},
                 credentials={"token": TOKEN, "signing_secret": SECRET, "previous_signing_secret": OLD_SECRET},
                 allow_private_network=True, actor=SYSTEM,
             )  # fmt: skip
@@ -234,11 +237,11 @@ def test_it_rejects_forged_and_stale_signatures_and_accepts_the_previous_secret(
 
 def test_it_waits_out_a_slack_rate_limit_before_posting(workspace: Workspace) -> None:
     ws = workspace
-    ws.api.rate_limits["chat.postMessage"] = "1"
+    ws.api.rate_limit_next("chat.postMessage", "1")
     slash(ws, ws.ids["bob"], "CFIN", "Where is the VPN gateway?")
     posted = ws.api.wait_for("chat.postMessage", channel="CFIN")
     assert len(posted) == 1  # retried after Retry-After, posted exactly once
-    assert ws.api.rate_limits == {}  # the 429 was served
+    assert ws.api.injected == []  # the 429 was served
 
 
 def test_it_escapes_retrieved_text_so_it_cannot_ping_or_disguise_links() -> None:

@@ -1,5 +1,9 @@
 """A small fake of the Slack Web API on 127.0.0.1, serving a fixture workspace.
 
+The one fake of Slack's Web API in the suite: the connector reads the workspace through it and the
+Slack bot posts its answers to it (``chat.postMessage``, ``chat.postEphemeral``, read back with
+``posted`` / ``wait_for``).
+
 It speaks the real wire format (form-encoded POST to ``/api/<method>``, Bearer
 token, ``ok``/``error`` JSON, cursor pagination via ``response_metadata``,
 HTTP 429 + ``Retry-After``) so ``slack_sdk.WebClient`` and the connector run
@@ -48,7 +52,7 @@ class FakeSlack:
     scopes: set[str] = field(
         default_factory=lambda: {
             "channels:read", "channels:history", "channels:join", "groups:read", "groups:history",
-            "users:read", "users:read.email",
+            "users:read", "users:read.email", "chat:write",
         }
     )  # fmt: skip
     # Slack Connect members from other organisations: they appear in conversations.members of the
@@ -68,6 +72,28 @@ class FakeSlack:
     def _inject(self, method: str, status: int, headers: dict[str, str], body: dict[str, Any], nth: int) -> None:
         with self.lock:
             self.injected.append(Injected(method, status, headers, body, self._counts.get(method, 0) + nth))
+
+    def posted(self, method: str, **match: str) -> list[dict[str, Any]]:
+        """The answered calls of ``method`` whose parameters include ``match`` (``blocks`` decoded)."""
+        out = []
+        with self.lock:
+            calls = list(self.calls)
+        for _, m, params, status in calls:
+            if m == method and status == 200 and all(params.get(k) == v for k, v in match.items()):
+                item: dict[str, Any] = dict(params)
+                if "blocks" in item:
+                    item["blocks"] = json.loads(item["blocks"])
+                out.append(item)
+        return out
+
+    def wait_for(self, method: str, timeout: float = 60.0, **match: str) -> list[dict[str, Any]]:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            found = self.posted(method, **match)
+            if found:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"no {method} call matching {match} within {timeout}s; calls: {self.calls}")
 
     def calls_to(self, method: str) -> list[tuple[float, dict[str, str], int]]:
         return [(t, p, s) for t, m, p, s in self.calls if m == method]
@@ -144,6 +170,17 @@ class FakeSlack:
                 and (not c["is_private"] or bot in c["members"])
             ]
             return _offset_page("channels", channels, params.get("cursor"), limit)
+        if method == "chat.postMessage":
+            # https://api.slack.com/methods/chat.postMessage: channel plus text or blocks; answers the
+            # channel and the new message's ts (a DM channel id works as any other).
+            if not params.get("channel") or not (params.get("text") or params.get("blocks")):
+                return {"ok": False, "error": "invalid_arguments" if params.get("channel") else "channel_not_found"}
+            return {"ok": True, "channel": params["channel"], "ts": f"{time.time():.6f}"}
+        if method == "chat.postEphemeral":
+            # https://api.slack.com/methods/chat.postEphemeral: needs channel and user; answers message_ts.
+            if not params.get("channel") or not params.get("user"):
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True, "message_ts": f"{time.time():.6f}"}
         channel_id = params.get("channel", "")
         channel = next((c for c in self.data["channels"] if c["id"] == channel_id), None)
         if channel is None:
@@ -229,6 +266,8 @@ class FakeSlack:
             "conversations.list": "channels:read",
             "users.list": "users:read",
             "users.info": "users:read",
+            "chat.postMessage": "chat:write",
+            "chat.postEphemeral": "chat:write",
         }.get(method)
 
     @staticmethod
@@ -291,7 +330,12 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length).decode() if length else ""
         params = {k: v[0] for k, v in parse_qs(url.query).items()}
-        params.update({k: v[0] for k, v in parse_qs(raw).items()})
+        if "json" in self.headers.get("Content-Type", ""):
+            # slack_sdk sends chat.* arguments as a JSON body (https://api.slack.com/web#posting_json).
+            body = json.loads(raw or "{}")
+            params.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()})
+        else:
+            params.update({k: v[0] for k, v in parse_qs(raw).items()})
         auth = self.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.get("token")
         method = url.path.removeprefix("/api/")
