@@ -116,7 +116,10 @@ _HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|ni
 _HAS_DATE_RE = re.compile(
     r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
     r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|daily|"
-    r"weekly|monthly|annually|yearly|every|each|before|after|within|days?|weeks?|months?)\b",
+    r"weekly|monthly|annually|yearly|every|each|before|after|within|days?|weeks?|months?|"
+    # A period answers "when" as well as a date does ("closes in the third quarter", "in Q3", "next year").
+    r"quarters?|q[1-4]|years?|spring|summer|autumn|winter|today|tomorrow|tonight)\b"
+    r"|\b\d{1,2}(?::\d{2})?\s*(?:a\.?m\.?|p\.?m\.?)",
     re.I,
 )
 

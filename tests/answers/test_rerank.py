@@ -36,7 +36,8 @@ def chunk(cid: int, text: str, *, title: str = "", heading: str = "", tier: int 
 
 
 def plan(text: str, *, time: TimeScope | None = None, latest: bool = False, version: str = "") -> QueryPlan:
-    return QueryPlan(parsed=ParsedQuery(original=text, text=text, time=time, wants_latest=latest),
+    # ``time``: the updated-date window the user asked for (filters, ``after:``), the only one that gates.
+    return QueryPlan(parsed=ParsedQuery(original=text, text=text, time_filter=time, wants_latest=latest),
                      as_of=datetime(2025, 6, 1, tzinfo=UTC), retrieval_queries=(text,), version_scope=version)  # fmt: skip
 
 

@@ -407,3 +407,13 @@ def test_the_verifier_identifies_its_release() -> None:
     release = verifier_release()
     assert set(release) == {"name", "version"}
     assert all(release.values())
+
+
+def test_a_period_or_a_time_of_day_answers_a_when_question() -> None:
+    from answers.verification import _HAS_DATE_RE, answer_type
+
+    assert answer_type("When does Bluebird close?") == "date"
+    for answer in ("Bluebird closes in the third quarter.", "It ships in Q3.", "The office opens at 9 am.",
+                   "Reviews happen every spring.", "The deadline is March 15."):  # fmt: skip
+        assert _HAS_DATE_RE.search(answer), answer
+    assert not _HAS_DATE_RE.search("Bluebird is the merger code name.")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository root (this file is tests/operations/...)
 
 
 def test_it_measures_one_slack_event_and_revocation_and_writes_the_report(tmp_path: Path) -> None:

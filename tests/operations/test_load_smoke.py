@@ -19,7 +19,7 @@ from pathlib import Path
 from retrieval.models import Document
 from tenants.context import tenant_context
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository root (this file is tests/operations/...)
 # The principals each seeded role holds (besides its own user principal), as the benchmark grants them.
 PRINCIPALS = {
     "admin": {"public:tenant", "confluence:group:staff", "confluence:group:secret"},

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository root (this file is tests/security/...)
 CANARY_ENV = "CAIRN_TEST_SECRET_CANARY"
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +18,7 @@ from connectors.confluence.webhooks import (
     verify_secret,
 )
 from core.http import parse_retry_after
-from tests.connectors.confluence.fake_confluence import TOKEN, FakeConfluence
+from tests.connectors.confluence.fake_confluence import FakeConfluence
 from tests.connectors.confluence.helpers import ALICE, BOB, can_read
 
 REPO = Path(__file__).resolve().parents[3]
@@ -101,34 +98,6 @@ def site() -> Iterator[FakeConfluence]:
     yield fake
     fake.stop()
 
-
-def test_without_cairn_http_the_client_still_waits_out_a_fractional_retry_after(site: FakeConfluence) -> None:
-    site.throttle_once["/wiki/api/v2/pages/103"] = "0.3"
-    # A fresh interpreter where core.http cannot be imported, as before the shared module existed.
-    script = textwrap.dedent(
-        f"""
-        import sys, time
-        sys.modules["core.http"] = None
-        import requests
-        from connectors.confluence import client
-        assert client._request_with_retries is None
-        c = client.ConfluenceClient({site.url!r}, session=requests.Session(),
-                                    email="svc@acme.example", api_token={TOKEN!r})
-        started = time.monotonic()
-        title = c.get_json("/wiki/api/v2/pages/103", {{"body-format": "storage"}})["title"]
-        print(title, time.monotonic() - started >= 0.3)
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "Q3 Plans True"
-    assert [r.status for r in site.requests] == [429, 200]
-
-
-# ---------------------------------------------------------------- webhooks
 
 BODY = b'{"timestamp": 1717243200000, "page": {"id": 107, "spaceKey": "ENG", "version": 5}}'
 
