@@ -20,7 +20,8 @@ The permission context is built from the authenticated user before retrieval; th
 writer only ever sees evidence records produced from authorised chunks, and the
 verifier re-checks that each cited evidence id is one of them.
 
-There is one implementation of the pipeline: ``answer_stages``, a generator of
+There is one implementation of the pipeline: ``answer_stages``, nine named stage functions
+over one ``AnswerRun`` (``plan_stage`` ... ``response_stage``) run as a generator of
 ``StageEvent`` (``plan``, ``sources``, ``claim`` per verified claim, ``retract`` /
 ``annotate`` when conflicts or abstention change a claim already sent, ``done`` with the
 whole response).  ``answer_question`` consumes it to ``done``; the SSE stream
@@ -42,7 +43,7 @@ from django.core.cache import cache
 
 from answers.abstention import evidence_strength
 from answers.actions import tier_names
-from answers.conflicts import conflict_section, find_conflicts
+from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
     DraftClaim,
@@ -549,223 +550,325 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
     not shown first.  Conflicts and abstention are decided on the whole set afterwards; a claim
     they withdraw is announced with ``retract``, a label they add with ``annotate``, and a claim
     they add (the other side of a conflict) as a further ``claim``.
+
+    Each stage is a named function over one ``AnswerRun``; the ones that send events are
+    generators, the others only fill in their part of the run.
     """
-    clock = _Clock()
-    timings: dict[str, float] = {}
-    as_of = datetime.now(UTC)
-    plan = build_plan(question, as_of, extra)
-    state = IndexState.objects.first()
-    reuse = evidence is not None
-    ttl = 0
-    if not reuse:
-        ttl = (
+    run = plan_stage(perm, question, extra, evidence)
+    if run.cached is not None:
+        yield from replay(run.cached)
+        return
+    yield from run.clock.emit(StageEvent("plan", {"question": question, "plan": plan_json(run.plan),
+                                                  "cache": run.cache_state, "release": run.release}))  # fmt: skip
+    retrieve_stage(run)
+    scope_stage(run)
+    evidence_stage(run)
+    yield from run.clock.emit(_sources_event({
+        "evidence": [evidence_json(e) for e in run.records], "results": run.results, "as_of": _as_of(run.state),
+        "notices": run.retrieval.trace.get("notices", []), "freshness": run.freshness,
+    }))  # fmt: skip
+    yield from write_verify_stage(run)
+    conflict_stage(run)
+    abstain_stage(run)
+    yield from reconcile_stage(run)
+    response = response_stage(run)
+    if run.ttl:
+        cache.set(run.cache_key, response, timeout=run.ttl)
+    yield StageEvent("done", response)
+
+
+@dataclass
+class AnswerRun:
+    """Everything one answer has found so far; each stage reads the fields before it and fills its own."""
+
+    perm: PermissionContext
+    question: str
+    plan: QueryPlan
+    state: IndexState | None
+    reused: list[EvidenceRecord] | None  # a follow-up's re-authorised records, or None
+    clock: _Clock = field(default_factory=_Clock)
+    timings: dict[str, float] = field(default_factory=dict)
+    # plan
+    ttl: int = 0
+    cache_key: str = ""
+    cached: dict[str, Any] | None = None
+    cache_state: str = "miss"
+    writer: Any = None
+    release: dict[str, Any] = field(default_factory=dict)
+    tiers: dict[int, str] = field(default_factory=dict)
+    trace: dict[str, Any] = field(default_factory=dict)
+    # retrieve + rank
+    retrieval: Retrieval = field(default_factory=lambda: Retrieval(chunks=[]))
+    chunks: list[RankedChunk] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    freshness: dict[str, Any] | None = None
+    # scope
+    scope_abstention: Abstention | None = None
+    # evidence (or multi-hop)
+    mode: str = "answer"
+    records: list[EvidenceRecord] = field(default_factory=list)
+    outcomes: list[ClaimOutcome] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    chain: list[dict[str, Any]] | None = None
+    conclusion: str | None = None
+    # write + verify: in the order sent; identity, not claim id (a conflict may reuse an id)
+    shown: list[ClaimOutcome] = field(default_factory=list)
+    # conflicts
+    report: ConflictReport | None = None
+    conflict: dict[str, Any] = field(default_factory=lambda: {"status": "none", "pairs": [], "statement": ""})
+    # abstain
+    strength: float = 0.0
+    abstention: Abstention | None = None
+    released: list[ClaimOutcome] = field(default_factory=list)
+    claims_json: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def reuse(self) -> bool:
+        return self.reused is not None
+
+    @property
+    def multi_hop(self) -> bool:
+        return not self.reuse and self.plan.intent == "multi_hop"
+
+    @property
+    def own_urls(self) -> dict[str, str]:
+        return {e.id: e.canonical_url for e in self.records}
+
+    @property
+    def cited_ids(self) -> set[str]:
+        return {c.evidence_id for o in self.outcomes if o.kept for c in o.draft.citations}
+
+
+def plan_stage(perm: PermissionContext, question: str, extra: RequestFilters,
+               evidence: list[EvidenceRecord] | None) -> AnswerRun:  # fmt: skip
+    """Understand the question, then the cache: a hit carries the released answer in ``cached``."""
+    plan = build_plan(question, datetime.now(UTC), extra)
+    run = AnswerRun(perm=perm, question=question, plan=plan, state=IndexState.objects.first(), reused=evidence)
+    if not run.reuse:
+        run.ttl = (
             settings.CAIRN["LATEST_CACHE_SECONDS"]
             if plan.parsed.wants_latest
             else settings.CAIRN["ANSWER_CACHE_SECONDS"]
         )
-    key = cache_key(perm, plan, state, "answer") if ttl else ""
-    cached = cache.get(key) if ttl else None
-    if cached is not None:
-        cached["trace"]["cache"] = "hit"
-        yield from replay(cached)
+    if run.ttl:
+        run.cache_key = cache_key(perm, plan, run.state, "answer")
+        run.cached = cache.get(run.cache_key)
+        if run.cached is not None:
+            run.cached["trace"]["cache"] = "hit"
+            return run
+    run.writer, writer_notes = _tenant_writer()
+    run.release = release_identity(run.writer)
+    run.tiers = tier_names()
+    run.cache_state = "bypass" if run.reuse else "miss"
+    run.trace = {"writer_notes": writer_notes}
+    return run
+
+
+def retrieve_stage(run: AnswerRun) -> None:
+    """Hybrid search and rerank; for "latest", scope to the newest version and check the feed."""
+    plan = run.plan
+    if run.reuse:
+        run.retrieval = Retrieval(chunks=[], trace={"reused_evidence": len(run.reused or []), "legs": {},
+                                                    "collapsed_duplicates": 0, "notices": []})  # fmt: skip
+        run.timings["retrieval"] = 0.0
+        run.trace["retrieval"] = run.retrieval.trace
         return
-    writer, writer_notes = _tenant_writer()
-    release = release_identity(writer)
-
-    tiers = tier_names()
-    cache_state = "bypass" if reuse else "miss"
-    yield from clock.emit(StageEvent("plan", {"question": question, "plan": plan_json(plan), "cache": cache_state,
-                                              "release": release}))  # fmt: skip
-
-    # ---- retrieve + rank ("latest": scope to the newest version, check the feed)
-    trace: dict[str, Any] = {"writer_notes": writer_notes}
-    freshness: dict[str, Any] | None = None
-    if reuse:
-        r = Retrieval(chunks=[], trace={"reused_evidence": len(evidence or []), "legs": {}, "collapsed_duplicates": 0,
-                                        "notices": []})  # fmt: skip
-        results: list[dict[str, Any]] = []
-    else:
-        r = retrieve(perm, plan)
-        results = document_results(r.chunks, plan.parsed.text or question)
-    timings["retrieval"] = clock.ms() if not reuse else 0.0
-    trace["retrieval"] = r.trace
-    chunks = r.chunks
-    if not reuse and plan.needs_current_version:
+    run.retrieval = retrieve(run.perm, plan)
+    run.results = document_results(run.retrieval.chunks, plan.parsed.text or run.question)
+    run.timings["retrieval"] = run.clock.ms()
+    run.trace["retrieval"] = run.retrieval.trace
+    chunks = run.retrieval.chunks
+    if plan.needs_current_version:
         newest = newest_indexed(plan, chunks)
         if newest is not None and newest.version:
-            plan = replace(plan, version_scope=newest.version)
+            run.plan = replace(plan, version_scope=newest.version)
             other = [
                 c for c in chunks if c.version_label and version_key(c.version_label) != version_key(newest.version)
             ]
             chunks = [c for c in chunks if c not in other]
-            trace["version_scope"] = {
+            run.trace["version_scope"] = {
                 "resolved": newest.version, "from_document": newest.document_id,
                 "set_aside_other_versions": sorted({c.version_label for c in other}),
             }  # fmt: skip
-        freshness = check_freshness(plan, newest)
-    elif not reuse:
-        freshness = check_freshness(plan, newest_indexed(plan, chunks) if chunks else None)
-
-    # ---- entities and periods bind: sources about another entity or period cannot answer
-    scope_abst: Abstention | None = None
-    if reuse:
-        plan, kept_records, scope_abst, scope_trace = apply_scope(perm, plan, list(evidence or []))
-        evidence = kept_records
+        run.freshness = check_freshness(run.plan, newest)
     else:
-        plan, chunks, scope_abst, scope_trace = apply_scope(perm, plan, chunks)
-        if chunks:
-            results = document_results(chunks, plan.parsed.text or question)
-    if scope_trace:
-        trace["scope"] = scope_trace
-    if scope_abst is not None:
-        chunks = []
-        evidence = [] if reuse else evidence
+        run.freshness = check_freshness(plan, newest_indexed(plan, chunks) if chunks else None)
+    run.chunks = chunks
 
-    # ---- extract (or multi-hop, which extracts and drafts per hop)
-    outcomes: list[ClaimOutcome] = []
-    info: dict[str, Any] = {}
-    chain: list[dict[str, Any]] | None = None
-    conclusion: str | None = None
-    mode = "answer"
-    multi_hop = not reuse and plan.intent == "multi_hop"
-    records: list[EvidenceRecord] = list(evidence or [])
-    if not reuse and plan.intent == "navigational":
-        mode = "results"
-    elif multi_hop:
+
+def scope_stage(run: AnswerRun) -> None:
+    """Entities and periods bind: sources about another entity or period cannot answer."""
+    if run.reuse:
+        run.plan, kept_records, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan,
+                                                                                list(run.reused or []))  # fmt: skip
+        run.reused = kept_records
+    else:
+        run.plan, run.chunks, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan, run.chunks)
+        if run.chunks:
+            run.results = document_results(run.chunks, run.plan.parsed.text or run.question)
+    if scope_trace:
+        run.trace["scope"] = scope_trace
+    if run.scope_abstention is not None:
+        run.chunks = []
+        if run.reuse:
+            run.reused = []
+
+
+def evidence_stage(run: AnswerRun) -> None:
+    """Cut evidence passages (or run the multi-hop chain, which extracts and drafts per hop)."""
+    plan = run.plan
+    run.records = list(run.reused or [])
+    if not run.reuse and plan.intent == "navigational":
+        run.mode = "results"
+    elif run.multi_hop:
+        perm = run.perm
         mh = run_multi_hop(
             plan, lambda p, qs: retrieve(perm, p, qs).chunks, doc_texts=lambda cs: _doc_texts(perm, cs),
-            tier_names=tiers,
+            tier_names=run.tiers,
         )  # fmt: skip
-        records = mh.evidence
-        by_id = {e.id: e for e in records}
-        outcomes = [verify_one(c, plan, by_id) for c in mh.claims]
-        info["drafted"] = len(mh.claims)
-        chain = [
+        run.records = mh.evidence
+        by_id = {e.id: e for e in run.records}
+        run.outcomes = [verify_one(c, plan, by_id) for c in mh.claims]
+        run.info["drafted"] = len(mh.claims)
+        run.chain = [
             {"hop": h.hop.id, "query": h.query, "extracts": h.hop.extracts or None, "value": h.value or None,
              "claim_id": h.claim.id if h.claim else None,
              "evidence_id": h.claim.citations[0].evidence_id if h.claim else None,
              "rewrite_violations": list(h.rewrite_violations)}
             for h in mh.hops
         ]  # fmt: skip
-        trace["multi_hop"] = {"retrievals": mh.retrievals, "failed_at": mh.failed_at or None,
-                              "comparison": mh.conclusion}  # fmt: skip
-        if all(o.kept for o in outcomes) and not mh.failed_at:
-            conclusion = conclusion_text(plan, mh)
-    elif not reuse:
+        run.trace["multi_hop"] = {"retrievals": mh.retrievals, "failed_at": mh.failed_at or None,
+                                  "comparison": mh.conclusion}  # fmt: skip
+        if all(o.kept for o in run.outcomes) and not mh.failed_at:
+            run.conclusion = conclusion_text(plan, mh)
+    elif not run.reuse:
         budget = int(settings.CAIRN.get("EVIDENCE_TOKEN_BUDGET", 1500))
-        records, ev_trace = build_evidence(plan, chunks, token_budget=budget, doc_texts=_doc_texts(perm, chunks),
-                                           tier_names=tiers)  # fmt: skip
-        trace["evidence"] = ev_trace
-    timings["evidence"] = clock.ms()
-    yield from clock.emit(_sources_event({
-        "evidence": [evidence_json(e) for e in records], "results": results, "as_of": _as_of(state),
-        "notices": r.trace.get("notices", []), "freshness": freshness,
-    }))  # fmt: skip
-    own_urls = {e.id: e.canonical_url for e in records}
+        run.records, ev_trace = build_evidence(plan, run.chunks, token_budget=budget,
+                                               doc_texts=_doc_texts(run.perm, run.chunks),
+                                               tier_names=run.tiers)  # fmt: skip
+        run.trace["evidence"] = ev_trace
+    run.timings["evidence"] = run.clock.ms()
 
-    # ---- write + verify: each kept claim is sent once the answer clears the weak-evidence bar
-    shown: list[ClaimOutcome] = []  # in the order sent; identity, not claim id (a conflict may reuse an id)
-    if mode == "answer" and not multi_hop and records:
+
+def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
+    """Write and verify; each kept claim is sent once the answer clears the weak-evidence bar."""
+    if run.mode == "answer" and not run.multi_hop and run.records:
+        own_urls = run.own_urls
         held: list[ClaimOutcome] = []
         best = 0.0
-        for outcome in draft_and_verify(plan, records, writer=writer, info=info):
-            outcomes.append(outcome)
+        for outcome in draft_and_verify(run.plan, run.records, writer=run.writer, info=run.info):
+            run.outcomes.append(outcome)
             if not outcome.kept:
                 continue
             held.append(outcome)
-            best = max(best, evidence_strength(plan, _cited_texts(outcome, records)))
+            best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records)))
             if best >= WEAK_EVIDENCE_THRESHOLD:
                 for o in held:
-                    shown.append(o)
-                    yield from clock.emit(StageEvent("claim", {"index": len(shown) - 1, "claim": o.as_json(own_urls)}))
+                    run.shown.append(o)
+                    yield from run.clock.emit(StageEvent("claim", {"index": len(run.shown) - 1,
+                                                                   "claim": o.as_json(own_urls)}))  # fmt: skip
                 held.clear()
-    timings["write_verify"] = clock.ms()
+    run.timings["write_verify"] = run.clock.ms()
 
-    # ---- conflicts between what survived and the other sources; new views are verified like any claim
-    kept_drafts = [o.draft for o in outcomes if o.kept]
-    report = find_conflicts(plan, kept_drafts, records) if mode == "answer" and not multi_hop else None
-    conflict: dict[str, Any] = conflict_section(report) if report else {"status": "none", "pairs": [], "statement": ""}
-    if report is not None and report.pairs:
-        by_id = {e.id: e for e in records}
-        outcomes = [replace(o, kept=False) if o.kept and o.draft.id in report.remove_claim_ids else o for o in outcomes]
-        outcomes += [verify_one(d, plan, by_id) for d in report.add_claims]
 
-    # ---- abstain
-    kept = [o for o in outcomes if o.kept]
-    cited_ids = {c.evidence_id for o in kept for c in o.draft.citations}
-    strength = evidence_strength(plan, [t for o in kept for t in _cited_texts(o, records)])
-    if multi_hop:
-        strength = 1.0 if kept and conclusion else strength  # each hop already checked its own value
-    abstention: Abstention | None
-    if mode == "results":
-        abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
-    elif scope_abst is not None:
-        abstention = scope_abst
+def conflict_stage(run: AnswerRun) -> None:
+    """Conflicts between what survived and the other sources; new views are verified like any claim."""
+    if run.mode != "answer" or run.multi_hop:
+        return
+    run.report = find_conflicts(run.plan, [o.draft for o in run.outcomes if o.kept], run.records)
+    run.conflict = conflict_section(run.report)
+    if run.report.pairs:
+        by_id = {e.id: e for e in run.records}
+        remove = run.report.remove_claim_ids
+        run.outcomes = [replace(o, kept=False) if o.kept and o.draft.id in remove else o for o in run.outcomes]
+        run.outcomes += [verify_one(d, run.plan, by_id) for d in run.report.add_claims]
+
+
+def abstain_stage(run: AnswerRun) -> None:
+    """Release the kept claims, or abstain with a reason."""
+    kept = [o for o in run.outcomes if o.kept]
+    run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records)])
+    if run.multi_hop:
+        run.strength = 1.0 if kept and run.conclusion else run.strength  # each hop already checked its own value
+    if run.mode == "results":
+        run.abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
+    elif run.scope_abstention is not None:
+        run.abstention = run.scope_abstention
     else:
-        abstention = decide_abstention(
-            evidence=records, drafted=int(info.get("drafted", 0)), outcomes=outcomes,
-            conflict_status=conflict["status"], strength=strength, plan=plan, writer_error=info.get("error"),
+        run.abstention = decide_abstention(
+            evidence=run.records, drafted=int(run.info.get("drafted", 0)), outcomes=run.outcomes,
+            conflict_status=run.conflict["status"], strength=run.strength, plan=run.plan,
+            writer_error=run.info.get("error"),
         )  # fmt: skip
-        if multi_hop and abstention is None and trace["multi_hop"]["failed_at"]:
-            abstention = Abstention("weak_evidence", f"Hop {trace['multi_hop']['failed_at']} found no supported value.")
-    released = kept if abstention is None else []
-    claims_json: list[dict[str, Any]] = []
-    for o in released:
+        failed_at = run.trace.get("multi_hop", {}).get("failed_at")
+        if run.multi_hop and run.abstention is None and failed_at:
+            run.abstention = Abstention("weak_evidence", f"Hop {failed_at} found no supported value.")
+    run.released = kept if run.abstention is None else []
+    own_urls = run.own_urls
+    run.claims_json = []
+    for o in run.released:
         item = o.as_json(own_urls)
-        if report is not None and o.draft.id in report.labels:
-            item["view"] = report.labels[o.draft.id]
-        claims_json.append(item)
+        if run.report is not None and o.draft.id in run.report.labels:
+            item["view"] = run.report.labels[o.draft.id]
+        run.claims_json.append(item)
 
-    # ---- reconcile what was sent with what is released: retract, annotate, send the rest
-    released_ids = {id(o) for o in released}
-    for i, o in enumerate(shown):
+
+def reconcile_stage(run: AnswerRun) -> Iterator[StageEvent]:
+    """Reconcile what was sent with what is released: retract, annotate, send the rest."""
+    released_ids = {id(o) for o in run.released}
+    for i, o in enumerate(run.shown):
         if id(o) not in released_ids:
             reason, message = (
-                (abstention.reason, abstention.message) if abstention is not None
-                else ("conflict", conflict["statement"] or "Another source contradicts this claim.")
+                (run.abstention.reason, run.abstention.message) if run.abstention is not None
+                else ("conflict", run.conflict["statement"] or "Another source contradicts this claim.")
             )  # fmt: skip
-            yield from clock.emit(StageEvent("retract", {"index": i, "claim_id": o.draft.id, "reason": reason,
-                                                         "message": message}))  # fmt: skip
-    position = {id(o): i for i, o in enumerate(shown)}
-    for o, item in zip(released, claims_json, strict=True):
+            yield from run.clock.emit(StageEvent("retract", {"index": i, "claim_id": o.draft.id, "reason": reason,
+                                                             "message": message}))  # fmt: skip
+    position = {id(o): i for i, o in enumerate(run.shown)}
+    for o, item in zip(run.released, run.claims_json, strict=True):
         if id(o) in position:
             if "view" in item:
-                yield from clock.emit(StageEvent("annotate", {"index": position[id(o)], "claim_id": o.draft.id,
-                                                              "view": item["view"]}))  # fmt: skip
+                yield from run.clock.emit(StageEvent("annotate", {"index": position[id(o)], "claim_id": o.draft.id,
+                                                                  "view": item["view"]}))  # fmt: skip
             continue
-        shown.append(o)
-        yield from clock.emit(StageEvent("claim", {"index": len(shown) - 1, "claim": item}))
+        run.shown.append(o)
+        yield from run.clock.emit(StageEvent("claim", {"index": len(run.shown) - 1, "claim": item}))
 
-    dropped = sum(1 for o in outcomes if not o.kept)
+
+def response_stage(run: AnswerRun) -> dict[str, Any]:
+    """The whole response, exactly what ``answer_question`` returns and the cache keeps."""
+    plan, r, abstention, records = run.plan, run.retrieval, run.abstention, run.records
+    outcomes = run.outcomes
+    cited_ids = run.cited_ids
     sources = [
         {"evidence_id": e.id, "title": e.title, "url": e.canonical_url, "date": _date_of(e),
          "version": e.version_label, "authority": e.authority}
         for e in _one_per_document([e for e in records if e.id in cited_ids])
     ]  # fmt: skip
-    response = {
-        "question": question,
-        "as_of": _as_of(state),
+    return {
+        "question": run.question,
+        "as_of": _as_of(run.state),
         "plan": plan_json(plan),
         "answer": {
-            "mode": mode,
-            "claims": claims_json,
-            "dropped_claims": dropped,
+            "mode": run.mode,
+            "claims": run.claims_json,
+            "dropped_claims": sum(1 for o in outcomes if not o.kept),
             "removed_links": sum(o.links_removed for o in outcomes),
             "removed_calls_to_action": sum(o.calls_to_action_removed for o in outcomes),
             "abstention": to_jsonable(abstention) if abstention else None,
-            "conclusion": conclusion if abstention is None else None,
-            "chain": chain,
-            "evidence_strength": round(strength, 4),
+            "conclusion": run.conclusion if abstention is None else None,
+            "chain": run.chain,
+            "evidence_strength": round(run.strength, 4),
             "sources": sources if abstention is None else [],
         },
-        "conflict": conflict,
-        "freshness": freshness,
+        "conflict": run.conflict,
+        "freshness": run.freshness,
         "evidence": [evidence_json(e) | {"cited": e.id in cited_ids and abstention is None} for e in records],
-        "results": results,
+        "results": run.results,
         "notices": r.trace.get("notices", []),
-        "release": release,
+        "release": run.release,
         "trace": {
-            **trace,
+            **run.trace,
             "legs": r.trace["legs"],
             "collapsed_duplicates": r.trace["collapsed_duplicates"],
             "plan": {
@@ -774,12 +877,9 @@ def answer_stages(perm: PermissionContext, question: str, extra: RequestFilters,
                 "enforced_as_filters": list(plan.enforced_as_filters),
             },  # fmt: skip
             "verification": [to_jsonable(o.verification) | {"attempt": o.attempt} for o in outcomes],
-            "writer": {"error": info.get("error"), "regenerated": bool(info.get("regenerated"))},
-            "threshold": {"weak_evidence": WEAK_EVIDENCE_THRESHOLD, "strength": round(strength, 4)},
-            "timings_ms": {**timings, "total": clock.ms()},
-            "cache": cache_state,
+            "writer": {"error": run.info.get("error"), "regenerated": bool(run.info.get("regenerated"))},
+            "threshold": {"weak_evidence": WEAK_EVIDENCE_THRESHOLD, "strength": round(run.strength, 4)},
+            "timings_ms": {**run.timings, "total": run.clock.ms()},
+            "cache": run.cache_state,
         },
     }
-    if ttl:
-        cache.set(key, response, timeout=ttl)
-    yield StageEvent("done", response)
