@@ -96,6 +96,16 @@ SESSION_ENGINE = "django.contrib.sessions.backends.db"
 
 AUTH_USER_MODEL = "tenants.User"
 LOGIN_URL = "/login/"
+# The test run (``python -m cairn.stack test``) sets this: every test user costs one PBKDF2 hash
+# (about 0.2 s at Django's 1,000,000 iterations) and the suite creates hundreds.  Django's testing docs
+# ("Speeding up the tests": password hashing) recommend MD5 for exactly this.  PBKDF2 stays in the list so
+# existing hashes verify; ``check --deploy`` refuses the flag (tenants/checks.py, cairn.E004).
+FAST_PASSWORD_HASHER_FOR_TESTS = env_bool("CAIRN_FAST_PASSWORD_HASHER_FOR_TESTS", False)
+if FAST_PASSWORD_HASHER_FOR_TESTS:
+    PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]

@@ -492,6 +492,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     stack = Stack()
     try:
+        # Test users hash their passwords with MD5 (cairn/settings.py says why); set before the
+        # services start so every child (pytest, its web servers and workers) inherits it.
+        os.environ["CAIRN_FAST_PASSWORD_HASHER_FOR_TESTS"] = "1"
         stack.start_services(TEST_DB_NAME, recreate_db=True)
         if stack.redis is not None:
             # The test database was recreated, so ids restart: cached permission sets and

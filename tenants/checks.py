@@ -11,6 +11,10 @@ from django.db import connection
 
 from tenants.scoping import TenantScopedModel
 
+# Django's hashers that its docs call insecure (fast, or unsalted).
+_WEAK_HASHERS = {"MD5PasswordHasher", "UnsaltedMD5PasswordHasher", "UnsaltedSHA1PasswordHasher",
+                 "SHA1PasswordHasher"}  # fmt: skip
+
 
 @register(Tags.security, deploy=True)
 def check_secrets(app_configs: Any, **kwargs: Any) -> list[Any]:
@@ -24,6 +28,11 @@ def check_secrets(app_configs: Any, **kwargs: Any) -> list[Any]:
         # Otherwise the first connector an admin saves fails with a 503 instead of the deploy failing.
         errors.append(Error("CAIRN_CREDENTIALS_KEY is not a Fernet key (32 url-safe base64-encoded bytes)",
                             id="cairn.E003"))  # fmt: skip
+    preferred = settings.PASSWORD_HASHERS[0].rsplit(".", 1)[-1]
+    if preferred in _WEAK_HASHERS:
+        # The test run's CAIRN_FAST_PASSWORD_HASHER_FOR_TESTS (cairn/settings.py) ends here if it leaks out.
+        errors.append(Error(f"new passwords would be stored with {preferred} (CAIRN_FAST_PASSWORD_HASHER_FOR_TESTS "
+                            "is for the test run only)", id="cairn.E004"))  # fmt: skip
     return errors
 
 

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 from cryptography.fernet import Fernet
+from django.conf import global_settings
 from django.core.checks import WARNING, Tags, run_checks
 from django.test import override_settings
 
@@ -85,6 +86,8 @@ PRODUCTION_SETTINGS: dict[str, Any] = {
     "SESSION_COOKIE_SECURE": True,
     "CSRF_COOKIE_SECURE": True,
     "SECURE_PROXY_SSL_HEADER": ("HTTP_X_FORWARDED_PROTO", "https"),
+    # Django's default list: the test run itself prefers MD5 (CAIRN_FAST_PASSWORD_HASHER_FOR_TESTS).
+    "PASSWORD_HASHERS": global_settings.PASSWORD_HASHERS,
 }
 
 
@@ -111,13 +114,14 @@ def test_the_production_settings_raise_nothing_in_process() -> None:
         ({"SECRET_KEY": "django-insecure-" + "x" * 50}, ["cairn.E001", "security.W009"]),
         ({"CREDENTIALS_KEY": ""}, ["cairn.E002"]),
         ({"CREDENTIALS_KEY": "not-a-fernet-key"}, ["cairn.E003"]),
+        ({"PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}, ["cairn.E004"]),
         ({"DEBUG": True}, ["security.W018"]),
         ({"SECURE_SSL_REDIRECT": False}, ["security.W008"]),
         ({"SECURE_HSTS_SECONDS": 0}, ["security.W004"]),
         ({"SESSION_COOKIE_SECURE": False}, ["security.W012"]),
         ({"CSRF_COOKIE_SECURE": False}, ["security.W016"]),
     ],
-    ids=["short-secret-key", "insecure-secret-key", "no-credentials-key", "bad-credentials-key", "debug",
+    ids=["short-secret-key", "insecure-secret-key", "no-credentials-key", "bad-credentials-key", "md5-passwords", "debug",
          "no-ssl-redirect", "no-hsts", "insecure-session-cookie", "insecure-csrf-cookie"],
 )  # fmt: skip
 def test_each_unsafe_setting_raises_its_own_rule(unsafe: dict[str, Any], expected: list[str]) -> None:
