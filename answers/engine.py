@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -172,6 +173,32 @@ def retrieve(perm: PermissionContext, plan: QueryPlan, queries: Sequence[str] | 
             "signals": {str(cid): sig for cid, sig in ranked.signals.items()},
         }  # fmt: skip
     return Retrieval(chunks=chunks, trace=trace)
+
+
+_SENTENCE_VECTORS: OrderedDict[str, Any] = OrderedDict()  # text -> unit vector, least recently used first
+_SENTENCE_VECTORS_MAX = 8192  # ~12 MB of 384-d float32: a few hundred answers' sentences
+
+
+def sentence_similarity(query: str, sentences: Sequence[str]) -> list[float]:
+    """Embedding cosine of the question with each sentence, in one batch for the sentences not seen lately.
+
+    Evidence selection and the extractive writer score the same sentences of the same documents, and
+    popular pages come back across questions, so vectors are kept by text (a vector says nothing a
+    reader could not get by sending the same text).
+    """
+    emb = embedder()
+    missing = list(dict.fromkeys(t for t in sentences if t not in _SENTENCE_VECTORS))
+    if missing:
+        for text, vec in zip(missing, emb.embed(missing), strict=True):
+            _SENTENCE_VECTORS[text] = vec
+        while len(_SENTENCE_VECTORS) > _SENTENCE_VECTORS_MAX:
+            _SENTENCE_VECTORS.popitem(last=False)
+    q = emb.embed_query(query)
+    out = []
+    for text in sentences:
+        _SENTENCE_VECTORS.move_to_end(text)
+        out.append(float(_SENTENCE_VECTORS[text] @ q))
+    return out
 
 
 def _doc_texts(perm: PermissionContext, chunks: Sequence[RankedChunk]) -> dict[int, str]:
@@ -354,7 +381,10 @@ def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer:
     by_id = {e.id: e for e in evidence}
     offered = evidence
     for attempt in (1, 2):
-        drafts = writer.write(plan, offered, info=info)
+        if getattr(writer, "generative", False):
+            drafts = writer.write(plan, offered, info=info)
+        else:  # the extractive writer weighs meaning as well as shared words (writers/extractive.py)
+            drafts = writer.write(plan, offered, info=info, similarity=sentence_similarity)
         info["drafted"] = info.get("drafted", 0) + len(drafts)
         kept_any = False
         missing_answer_type = False
@@ -745,7 +775,7 @@ def evidence_stage(run: AnswerRun) -> None:
         budget = int(settings.CAIRN.get("EVIDENCE_TOKEN_BUDGET", 1500))
         run.records, ev_trace = build_evidence(plan, run.chunks, token_budget=budget,
                                                doc_texts=_doc_texts(run.perm, run.chunks),
-                                               tier_names=run.tiers)  # fmt: skip
+                                               tier_names=run.tiers, similarity=sentence_similarity)  # fmt: skip
         run.trace["evidence"] = ev_trace
     run.timings["evidence"] = run.clock.ms()
 

@@ -20,7 +20,7 @@ import hashlib
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,6 +70,14 @@ BOILERPLATE_RE = re.compile(
     re.IGNORECASE | re.VERBOSE | re.MULTILINE,
 )
 BOILERPLATE_FACTOR = 0.3  # a boilerplate sentence keeps a third of its score: it can still win alone
+# Weight of the embedding cosine (question <-> sentence, MiniLM) in a sentence's score; the rest is the
+# idf-weighted term coverage.  Term coverage alone picks the sentence that repeats the question's words
+# ("bill to #1810 when out on Paid Parental leave") over the one that answers it ("You are entitled to
+# 12 weeks of paid time off"); the same share as the extractive writer's ``similarity_weight``.
+SIMILARITY_WEIGHT = 0.4
+# A query term found only in the page title (or the chunk's heading) counts this share: the PPL page's
+# "You are entitled to 12 weeks of paid time off" never says "parental leave", its title does.
+TITLE_TERM_WEIGHT = 0.5
 ANSWER_TYPE_BONUS = 0.25  # of the query's total idf weight: a number for "how much", a date for "when"
 _NUMBER_RE = re.compile(r"\$?\d[\d,.]*\s*(?:%|percent|million|billion|weeks?|days?|hours?|months?|years?)?", re.I)
 _DATE_RE = re.compile(
@@ -171,11 +179,14 @@ def build_evidence(
     tier_names: dict[int, str] | None = None,
     extra_query: str = "",
     hop: str = "",
+    similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = None,
 ) -> tuple[list[EvidenceRecord], dict[str, object]]:
     """Passages of the top documents, best first, within ``token_budget``.
 
     ``doc_texts`` (document id -> extracted text) makes the offsets exact even if a
-    chunk's text was normalised; ``extra_query`` adds terms (a bound hop value).
+    chunk's text was normalised; ``extra_query`` adds terms (a bound hop value);
+    ``similarity(query, sentences)`` (embedding cosine, one call for every sentence) blends
+    meaning into the term-coverage score with ``SIMILARITY_WEIGHT``.
     Returns the records and a trace dict (budget, tokens used, passages cut).
     """
     tier_names = tier_names or DEFAULT_TIER_NAMES
@@ -207,13 +218,38 @@ def build_evidence(
     idf = {t: math.log(1.0 + max(n, 1) / (df[t] if df[t] else 0.5)) for t in q_terms}
     total = sum(idf.values()) or 1.0
     kind = answer_type(plan.parsed.original)
+    sims: dict[int, float] = {}
+    if similarity is not None:
+        flat = [sent for sents in sentences.values() for sent in sents if not sent.instruction]
+        query = f"{plan.parsed.text or plan.parsed.original} {extra_query}".strip()
+        if flat:
+            # Prefixed with the page title: "Paid parental leave: You are entitled to 12 weeks ..."
+            texts = [f"{sent.chunk.title}: {sent.chunk.text[sent.start : sent.end]}" for sent in flat]
+            scores = similarity(query, texts)
+            sims = {id(sent): max(0.0, float(v)) for sent, v in zip(flat, scores, strict=True)}
+    context_terms: dict[int, frozenset[str]] = {}
+    for sents in sentences.values():
+        for sent in sents:
+            key = id(sent.chunk)
+            if key not in context_terms:
+                context_terms[key] = frozenset(content_stems(f"{sent.chunk.title} {sent.chunk.heading}"))
     for sents in sentences.values():
         for sent in sents:
             if sent.instruction:
                 sent.score = 0.0
                 continue
-            score = sum(idf[t] for t in q_terms if t in sent.terms) / total
+            around = context_terms[id(sent.chunk)]
+            score = (
+                sum(idf[t] * (1.0 if t in sent.terms else TITLE_TERM_WEIGHT if t in around else 0.0) for t in q_terms)
+                / total
+            )
+            if not sent.terms & set(q_terms):
+                score = 0.0  # the title alone does not make a sentence about the question
             raw = sent.chunk.text[sent.start : sent.end]
+            if score > 0 and id(sent) in sims:
+                # Meaning only reorders sentences that share a term with the question: a sentence with
+                # no term in common stays at 0, so the passage rules below (anchors, joins) hold.
+                score = (1.0 - SIMILARITY_WEIGHT) * score + SIMILARITY_WEIGHT * sims[id(sent)]
             if score > 0:
                 # The answer type only breaks ties between sentences that are about the question.
                 score += _answer_bonus(kind, raw) * score

@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
@@ -23,7 +24,7 @@ from answers.lexicon import STOPWORDS, content_stems, normalise_ws, stem, tokens
 from answers.sanitise import is_instruction
 
 WRITER_NAME = "extractive"
-WRITER_VERSION = "2"
+WRITER_VERSION = "3"  # 3: a financial-table row states only the cell of the period asked about
 
 
 def writer_release() -> dict[str, str]:
@@ -290,6 +291,73 @@ def _asked_shape(query: str) -> str:
     return ""
 
 
+_MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
+                                       "september", "october", "november", "december"), start=1)}  # fmt: skip
+# One cell of a row rendered by retrieval/extract/tables.py: "$81,797 million, three months ended July 1, 2023".
+_ROW_RE = re.compile(r"^(?P<label>[^:;]{2,120}): (?P<cells>.+;.+)\.$")
+_CELL_RE = re.compile(
+    r"^(?P<value>-?\$?[\d,.]+(?: (?:million|thousand|billion))?%?|[\d,.]+ (?:million|thousand) shares)"
+    r", (?:(?P<span>three|six|nine|twelve) months ended )?(?P<month>[A-Z][a-z]+) (?P<day>\d{1,2}), (?P<year>\d{4})$"
+)
+_ASKED_SPAN_RE = re.compile(
+    r"\b(six|nine|twelve)[ -]months?\b|\b(first half|half[ -]year)\b|\b(fiscal )?year ended\b", re.I
+)
+
+
+def _asked_span(question: str) -> str:
+    """The span of the period asked about: "three" (a quarter) unless the question names six or nine months."""
+    m = _ASKED_SPAN_RE.search(question)
+    if not m:
+        return "three"
+    if m.group(1):
+        return m.group(1).lower()
+    return "six" if m.group(2) else "twelve"
+
+
+def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) -> tuple[str, bool] | None:
+    """The row label with only the cell of the asked period, or None to keep the whole row.
+
+    A 10-Q row states four periods ("Revenue: $13,507 million, three months ended July 30, 2023;
+    $6,704 million, three months ended July 31, 2022; ..."); a claim that answers "revenue in the
+    quarter ended July 30, 2023" with all four reads as four answers, one of them right.  The cell
+    must end within a week of a resolved period end (``plan.period_scope``) and have the asked span;
+    exactly one cell may match.  Returns the text and whether it is a verbatim prefix of the row
+    (the first cell), which lets it stand as its own quote.
+    """
+    if not period_ends:
+        return None
+    m = _ROW_RE.match(sentence)
+    if not m:
+        return None
+    wanted = []
+    for iso in period_ends:
+        try:
+            wanted.append(date.fromisoformat(iso[:10]))
+        except ValueError:
+            continue
+    span = _asked_span(question)
+    cells = m.group("cells").split("; ")
+    hits = []
+    for i, cell in enumerate(cells):
+        c = _CELL_RE.match(cell.strip())
+        if not c or c.group("month").lower() not in _MONTHS:
+            return None  # not a row tables.py rendered: leave it alone
+        if (c.group("span") or "three") != span and c.group("span") is not None:
+            continue
+        try:
+            d = date(int(c.group("year")), _MONTHS[c.group("month").lower()], int(c.group("day")))
+        except ValueError:
+            return None
+        if any(abs((d - w).days) <= 7 for w in wanted):
+            hits.append(i)
+    if len(hits) != 1 or len(cells) < 2:
+        return None
+    i = hits[0]
+    if i == 0:
+        return f"{m.group('label')}: {cells[0]}", True
+    return f"{m.group('label')}: {cells[i].strip()}", False
+
+
 def _covered(terms: frozenset[str], chosen: list[frozenset[str]]) -> float:
     if not terms:
         return 1.0
@@ -410,10 +478,18 @@ class ExtractiveWriter:
         if info is not None:
             # The engine's weak-evidence threshold reads these (idf-weighted query coverage).
             info["scores"] = {f"c{i}": round(c.lexical, 4) for i, c in enumerate(chosen, start=1)}
-        return [
-            DraftClaim(id=f"c{i}", text=c.text, citations=(Citation(evidence_id=c.evidence_id, quote=c.text),))
-            for i, c in enumerate(chosen, start=1)
-        ]
+        claims = []
+        for i, c in enumerate(chosen, start=1):
+            text, quote = c.text, c.text
+            focused = focus_table_row(c.text, plan.period_scope, plan.original)
+            if focused is not None:
+                # The first cell is a prefix of the row and quotes itself; a later one cites the whole row.
+                text = focused[0]
+                quote = text if focused[1] else c.text
+            claims.append(
+                DraftClaim(id=f"c{i}", text=text, citations=(Citation(evidence_id=c.evidence_id, quote=quote),))
+            )
+        return claims
 
     def _candidates(
         self, evidence: Sequence[EvidenceRecord], excludes: list[list[str]], rejected: dict[str, int]

@@ -230,8 +230,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "2"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "2")
+    assert writer_release() == {"name": "extractive", "version": "3"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "3")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -318,3 +318,41 @@ def test_a_labelled_table_row_answers_a_number_question() -> None:
     plan = make_plan("What were Apple's total net sales?")
     claims = ExtractiveWriter().write(plan, [make_evidence("aapl", filing)])
     assert claims[0].text.startswith("Total net sales: $81,797 million, three months ended July 1, 2023;")
+
+
+# --------------------------------------------------------------------------- financial table rows
+
+REVENUE_ROW = (
+    "Revenue: $13,507 million, three months ended July 30, 2023; $6,704 million, three months ended July 31, 2022; "
+    "$20,699 million, six months ended July 30, 2023; $14,992 million, six months ended July 31, 2022."
+)
+
+
+def row_claim(question: str, period_ends: tuple[str, ...]) -> tuple[str, str]:
+    plan = dataclasses.replace(make_plan(question, text="revenue quarter"), period_scope=period_ends)
+    evidence = [make_evidence("T1", REVENUE_ROW)]
+    (claim,) = ExtractiveWriter().write(plan, evidence, max_claims=1)
+    result = verify_claim(claim, {"T1": evidence[0]}, plan, authorised_ids={"T1"})
+    assert result.quote_ok and result.support == "supported", result.reasons
+    return claim.text, claim.citations[0].quote
+
+
+def test_a_table_row_answers_with_only_the_cell_of_the_quarter_asked_about() -> None:
+    text, quote = row_claim("What was NVIDIA's revenue for the quarter ended July 30, 2023?", ("2023-07-30",))
+    assert text == "Revenue: $13,507 million, three months ended July 30, 2023"
+    assert quote == text  # the first cell is a prefix of the row: its own verbatim quote
+
+
+def test_a_later_cell_keeps_the_row_label_and_cites_the_whole_row() -> None:
+    text, quote = row_claim("What was the revenue for the six months ended July 30, 2023?", ("2023-07-30",))
+    assert text == "Revenue: $20,699 million, six months ended July 30, 2023"
+    assert quote == REVENUE_ROW
+    text, _quote = row_claim("What was the revenue in the quarter a year earlier?", ("2022-07-31",))
+    assert "$6,704 million" in text and "13,507" not in text
+
+
+def test_a_table_row_stays_whole_without_a_resolved_period_or_with_no_single_matching_cell() -> None:
+    assert row_claim("What was NVIDIA's revenue?", ())[0] == REVENUE_ROW
+    assert row_claim("revenue in the quarter ended July 30, 2023 and a year earlier", ("2023-07-30", "2022-07-31"))[
+        0
+    ] == REVENUE_ROW
