@@ -207,6 +207,8 @@ class _Candidate:
     text: str
     terms: frozenset[str]
     shape: frozenset[str]  # lowercase tokens, for near-duplicate detection
+    context: frozenset[str] = frozenset()  # stems of the page title and the heading above the sentence
+    title: str = ""
     score: float = 0.0
     lexical: float = 0.0
 
@@ -220,6 +222,12 @@ def _is_fragment(sentence: str) -> bool:
     if s.startswith(("#", "|")):
         return True
     return not _SENTENCE_END_RE.search(s)
+
+
+def _is_heading(sentence: str) -> bool:
+    """A short line without a full stop that names what follows ("Paid Parental Leave", "## Unpaid leave")."""
+    s = sentence.strip().lstrip("#").strip()
+    return bool(s) and len(s) <= 80 and not _SENTENCE_END_RE.search(s) and not s.endswith((",", ";"))
 
 
 # Raw source markup that must never reach a reader.  Text extraction renders it away at
@@ -395,6 +403,10 @@ class ExtractiveWriter:
     # A supporting claim whose content words are (nearly) all in the claims already chosen adds nothing.
     redundant_coverage = 0.85
     shape_bonus = 0.1
+    # A query term that only the page title or the heading above the sentence carries counts this
+    # share: under "Paid Parental Leave", "You are entitled to 12 weeks of paid time off" answers
+    # "how much paid parental leave" although the sentence says "parental" nowhere.
+    context_weight = 0.5
 
     def write(
         self,
@@ -442,13 +454,19 @@ class ExtractiveWriter:
 
         sims: Sequence[float] | None = None
         if similarity is not None:
-            sims = similarity(query, [c.text for c in candidates])
+            # With the page title, as evidence selection embeds them (answers/evidence.py).
+            sims = similarity(query, [f"{c.title}: {c.text}" if c.title else c.text for c in candidates])
             if len(sims) != n:
                 raise ValueError(f"similarity returned {len(sims)} scores for {n} sentences")
 
         qualified: list[_Candidate] = []
         for i, c in enumerate(candidates):
-            c.lexical = sum(idf[t] for t in q_terms if t in c.terms) / idf_total if idf_total else 0.0
+            c.lexical = (
+                sum(idf[t] * (1.0 if t in c.terms else self.context_weight if t in c.context else 0.0) for t in q_terms)
+                / idf_total
+                if idf_total and c.terms & set(q_terms)
+                else 0.0
+            )
             sim = float(sims[i]) if sims is not None else None
             if c.lexical < self.min_lexical and (sim is None or sim < self.similarity_threshold):
                 continue
@@ -496,8 +514,16 @@ class ExtractiveWriter:
     ) -> list[_Candidate]:
         out: list[_Candidate] = []
         for rank, ev in enumerate(evidence):
+            title_terms = frozenset(content_stems(ev.title or ""))
+            heading: frozenset[str] = frozenset()
             for idx, (start, end) in enumerate(split_sentences(ev.text)):
                 raw = ev.text[start:end]
+                if not _LIST_MARKER_RE.match(raw) or raw.startswith("#"):
+                    if _is_fragment(raw):  # never a claim; a short one is the heading of what follows
+                        if _is_heading(raw):
+                            heading = frozenset(content_stems(raw))
+                        rejected["fragment"] = rejected.get("fragment", 0) + 1
+                        continue
                 # Drop a list marker so the claim reads as a sentence; still a verbatim substring.
                 m = _LIST_MARKER_RE.match(raw)
                 if m and not raw.startswith("#"):
@@ -528,6 +554,8 @@ class ExtractiveWriter:
                         text=raw,
                         terms=frozenset(content_stems(raw)),
                         shape=frozenset(t.lower() for t in toks),
+                        context=title_terms | heading,
+                        title=ev.title or "",
                     )
                 )
         return out
