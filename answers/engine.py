@@ -152,10 +152,13 @@ def _reranker() -> Any | None:
 
 
 def retrieve(perm: PermissionContext, plan: QueryPlan, queries: Sequence[str] | None = None, *, k: int = 40,
-             rerank: bool = True) -> Retrieval:  # fmt: skip
-    """Hybrid search (ACL inside every leg), then the reranker; every signal goes to the trace."""
+             rerank: bool = True, document_ids: Sequence[int] = ()) -> Retrieval:  # fmt: skip
+    """Hybrid search (ACL inside every leg), then the reranker; every signal goes to the trace.
+
+    ``document_ids``: search only inside these documents (still with the reader's ACL)."""
     qs = list(queries or plan.retrieval_queries)
-    outcome = hybrid_search(perm, qs, search_filters(plan), k=k)
+    filters = replace(search_filters(plan), document_ids=tuple(document_ids))
+    outcome = hybrid_search(perm, qs, filters, k=k)
     trace: dict[str, Any] = {
         "queries": qs, "legs": outcome.legs, "collapsed_duplicates": outcome.collapsed,
         "timings_ms": {k2: round(v, 1) for k2, v in outcome.timings_ms.items()},
@@ -726,14 +729,30 @@ def retrieve_stage(run: AnswerRun) -> None:
     run.chunks = chunks
 
 
+# A question bound to an entity and a period resolves to a few filings; at most this many get a second
+# search of their own.
+FOCUS_MAX_DOCUMENTS = 3
+
+
 def scope_stage(run: AnswerRun) -> None:
-    """Entities and periods bind: sources about another entity or period cannot answer."""
+    """Entities and periods bind: sources about another entity or period cannot answer.
+
+    When they bind to a few documents (Apple's 10-Q for the quarter asked about), the question is
+    searched again inside those documents only: the first search ranked the whole tenant, and of a
+    200-page filing it may have kept a cover-page chunk and missed the statement row that answers.
+    """
     if run.reuse:
         run.plan, kept_records, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan,
                                                                                 list(run.reused or []))  # fmt: skip
         run.reused = kept_records
     else:
         run.plan, run.chunks, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan, run.chunks)
+        docs = list(dict.fromkeys(c.document_id for c in run.chunks))
+        if run.scope_abstention is None and run.plan.period_scope and 0 < len(docs) <= FOCUS_MAX_DOCUMENTS:
+            focused = retrieve(run.perm, run.plan, k=30, document_ids=docs).chunks
+            seen = {c.chunk_id for c in focused}
+            run.chunks = focused + [c for c in run.chunks if c.chunk_id not in seen]
+            scope_trace["focused_search"] = {"documents": docs, "chunks": len(focused)}
         if run.chunks:
             run.results = document_results(run.chunks, run.plan.parsed.text or run.question)
     if scope_trace:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 MAX_DOCUMENTS = 8
 MAX_SENTENCES = 3
 PASSAGES_PER_DOCUMENT = 2
+CHUNKS_PER_DOCUMENT = 3
 DEFAULT_TOKEN_BUDGET = 1500
 
 DEFAULT_TIER_NAMES = {0: "system of record", 1: "official docs", 2: "wiki", 3: "chat"}
@@ -200,9 +201,11 @@ def build_evidence(
         by_doc[c.document_id].append(c)
 
     sentences: dict[int, list[_Sentence]] = {}
+    # Three chunks of each of eight documents; a question bound to one or two filings reads more of each.
+    per_doc = max(CHUNKS_PER_DOCUMENT, min(8, CHUNKS_PER_DOCUMENT * max_documents // max(len(order), 1)))
     for doc_id in order:
         out: list[_Sentence] = []
-        for c in by_doc[doc_id][:3]:
+        for c in by_doc[doc_id][:per_doc]:
             for s, e in split_sentences(c.text):
                 raw = c.text[s:e]
                 out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), is_instruction(raw)))

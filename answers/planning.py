@@ -80,10 +80,30 @@ def alias_rewrite(parsed: ParsedQuery) -> str:
     return text
 
 
+# What people ask for, in the words financial statements print (a 10-Q's row is "Total net sales", not
+# "revenue"): a leg with these words finds the statement row that the question's words never match.
+_FILING_TERMS: dict[str, str] = {
+    "revenue": "total net sales revenue", "revenues": "total net sales revenue", "sales": "total net sales",
+    "profit": "net income", "profits": "net income", "earnings": "net income",
+}  # fmt: skip
+
+
+def filing_terms_rewrite(parsed: ParsedQuery) -> str:
+    """The keywords plus the statement words for the asked attribute ("" when none is asked)."""
+    words = {w.lower().strip(".,;:!?'\u2019s") for w in parsed.text.split()}
+    extra = [phrase for word, phrase in _FILING_TERMS.items() if word in words]
+    if not extra:
+        return ""
+    return f"{keyword_rewrite(parsed)} {extra[0]}"
+
+
 def default_rewriter(parsed: ParsedQuery) -> list[tuple[str, str]]:
     proposals = [("keywords", keyword_rewrite(parsed))]
     if any(s.casefold() != c.casefold() for s, c in parsed.entities):
         proposals.append(("aliases", alias_rewrite(parsed)))
+    filing = filing_terms_rewrite(parsed)
+    if filing:
+        proposals.append(("filing_terms", filing))
     return proposals
 
 

@@ -20,6 +20,8 @@ class SearchFilters:
     exclude_terms: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
     max_authority_tier: int | None = None  # "official only"
+    # Only these documents: the engine's second look inside the filings an entity + period resolved to.
+    document_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

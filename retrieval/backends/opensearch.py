@@ -215,6 +215,8 @@ def filter_clauses(tenant_id: int, acl_set_ids: tuple[int, ...], filters: Search
         flt.append({"range": {"updated_at": rng}})
     if filters.max_authority_tier is not None:
         flt.append({"range": {"authority_tier": {"lte": int(filters.max_authority_tier)}}})
+    if filters.document_ids:
+        flt.append({"terms": {"document_id": [int(d) for d in filters.document_ids]}})
     for phrase in filters.phrases:
         flt.append({"match_phrase": {"content": phrase}})
     must_not = [{"match_phrase": {"content": term}} for term in filters.exclude_terms]

@@ -51,6 +51,9 @@ def _filter_sql(filters: SearchFilters, alias: str) -> tuple[str, list[Any]]:
     if filters.max_authority_tier is not None:
         clauses.append(f"{alias}.authority_tier <= %s")
         params.append(filters.max_authority_tier)
+    if filters.document_ids:
+        clauses.append(f"{alias}.document_id = ANY(%s)")
+        params.append([int(d) for d in filters.document_ids])
     for term in filters.exclude_terms:
         clauses.append(f"NOT ({alias}.tsv @@ phraseto_tsquery('english', %s))")
         params.append(term)
@@ -63,7 +66,7 @@ def _filter_sql(filters: SearchFilters, alias: str) -> tuple[str, list[Any]]:
 def _has_filters(filters: SearchFilters) -> bool:
     return any(
         [filters.sources, filters.containers, filters.after, filters.before, filters.exclude_terms,
-         filters.phrases, filters.max_authority_tier is not None]
+         filters.phrases, filters.max_authority_tier is not None, filters.document_ids]
     )  # fmt: skip
 
 
