@@ -203,6 +203,7 @@ def build_evidence(
     sentences: dict[int, list[_Sentence]] = {}
     # Three chunks of each of eight documents; a question bound to one or two filings reads more of each.
     per_doc = max(CHUNKS_PER_DOCUMENT, min(8, CHUNKS_PER_DOCUMENT * max_documents // max(len(order), 1)))
+    per_doc_passages = max(PASSAGES_PER_DOCUMENT, min(6, PASSAGES_PER_DOCUMENT * max_documents // max(len(order), 1)))
     for doc_id in order:
         out: list[_Sentence] = []
         for c in by_doc[doc_id][:per_doc]:
@@ -265,7 +266,7 @@ def build_evidence(
         sents = sentences[doc_id]
         used: set[int] = set()
         best_score = 0.0
-        for _ in range(PASSAGES_PER_DOCUMENT):
+        for _ in range(per_doc_passages):
             pick = max(
                 (i for i in range(len(sents)) if i not in used and not sents[i].instruction),
                 key=lambda i: (sents[i].score, -i),
