@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.lexicon import content_stems
+from answers.lexicon import attribute_synonyms, content_stems
 from answers.planning import plan_question
-from answers.verification import attribute_synonyms
 from answers.writers.extractive import ExtractiveWriter
 
 

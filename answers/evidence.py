@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.lexicon import content_stems
+from answers.lexicon import attribute_synonyms, content_stems
 from answers.sanitise import INJECTION_RE, is_instruction
-from answers.verification import answer_type, attribute_synonyms
+from answers.verification import answer_type
 from answers.writers.extractive import split_sentences
 
 if TYPE_CHECKING:

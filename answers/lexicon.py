@@ -318,3 +318,23 @@ def version_key(label: str) -> tuple[tuple[int, int | str], ...]:
 
 
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
+
+
+# An attribute and the words sources use for it (filings say "net sales", people say "revenue").
+_ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
+    stem(k): frozenset(content_stems(v))
+    for k, v in {
+        "revenue": "revenue revenues sales net sales",
+        "sales": "sales revenue revenues",
+        "profit": "profit income earnings",
+        "earnings": "earnings income profit",
+        "income": "income earnings profit",
+        "headcount": "headcount employees",
+        "vacation": "vacation leave annual",
+    }.items()
+}
+
+
+def attribute_synonyms(term_stem: str) -> frozenset[str]:
+    """The stems sources use for an asked attribute ("revenue" -> "sales", "net")."""
+    return _ATTRIBUTE_SYNONYMS.get(term_stem, frozenset())

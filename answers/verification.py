@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabel, VerificationResult
 from answers.judge import JudgeError, judge_for_tenant
-from answers.lexicon import content_stems, is_number, normalise_ws, stem, version_key
+from answers.lexicon import attribute_synonyms, content_stems, is_number, normalise_ws, version_key
 from answers.sanitise import is_instruction
 from answers.scoping import bound_entities, mentions
 from answers.support import _TERMINAL_RE, Embedder, is_short_quote, quote_in_passage, support_label, weakest
@@ -87,21 +87,6 @@ _NOT_ATTRIBUTE = frozenset(
 )  # fmt: skip
 
 
-# An attribute and the words sources use for it (filings say "net sales", people say "revenue").
-_ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
-    stem(k): frozenset(content_stems(v))
-    for k, v in {
-        "revenue": "revenue revenues sales net sales",
-        "sales": "sales revenue revenues",
-        "profit": "profit income earnings",
-        "earnings": "earnings income profit",
-        "income": "income earnings profit",
-        "headcount": "headcount employees",
-        "vacation": "vacation leave annual",
-    }.items()
-}
-
-
 _HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
                           r"(?:amount|number|total|percentage|value)\b", re.I)  # fmt: skip
 
@@ -122,11 +107,6 @@ _HAS_DATE_RE = re.compile(
     r"|\b\d{1,2}(?::\d{2})?\s*(?:a\.?m\.?|p\.?m\.?)",
     re.I,
 )
-
-
-def attribute_synonyms(term_stem: str) -> frozenset[str]:
-    """The stems sources use for an asked attribute ("revenue" -> "sales", "net")."""
-    return _ATTRIBUTE_SYNONYMS.get(term_stem, frozenset())
 
 
 # Attributes that are amounts: "what was Apple's revenue" asks for a number as surely as "how much".
@@ -203,7 +183,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     asked = attribute_terms(plan) if targeted else frozenset()
     if asked:
         have = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
-        covered = sum(1 for t in asked if ({t} | _ATTRIBUTE_SYNONYMS.get(t, frozenset())) & have)
+        covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         if covered / len(asked) < MIN_ATTRIBUTE_COVERAGE:
             reasons.append("attribute_not_addressed")
     if _LEGALESE_RE.search(claim_text):

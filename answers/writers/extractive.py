@@ -20,7 +20,7 @@ from datetime import date
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.lexicon import STOPWORDS, content_stems, normalise_ws, stem, tokens
+from answers.lexicon import STOPWORDS, attribute_synonyms, content_stems, normalise_ws, stem, tokens
 from answers.sanitise import is_instruction
 
 WRITER_NAME = "extractive"
@@ -431,6 +431,8 @@ class ExtractiveWriter:
         for _surface, canonical in parsed.entities:
             # The evidence may use the canonical name where the user typed an alias.
             q_terms.extend(t for t in content_stems(canonical) if t not in q_terms)
+        for t in list(q_terms):  # "revenue" is "net sales" in a filing (as evidence selection reads it)
+            q_terms.extend(x for x in sorted(attribute_synonyms(t)) if x not in q_terms)
         excludes = [[stem(t) for t in tokens(x)] for x in parsed.exclude]
         excludes = [x for x in excludes if x]
         phrases = [normalise_ws(p).lower() for p in parsed.phrases if p.strip()]
