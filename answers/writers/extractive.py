@@ -431,8 +431,18 @@ class ExtractiveWriter:
         for _surface, canonical in parsed.entities:
             # The evidence may use the canonical name where the user typed an alias.
             q_terms.extend(t for t in content_stems(canonical) if t not in q_terms)
-        for t in list(q_terms):  # "revenue" is "net sales" in a filing (as evidence selection reads it)
-            q_terms.extend(x for x in sorted(attribute_synonyms(t)) if x not in q_terms)
+        # Each query term is a slot that any of its forms fills ("revenue" is "net sales" in a filing).
+        alts = {t: frozenset({t}) | attribute_synonyms(t) for t in q_terms}
+        # Words the scoping stage already checked on the source's metadata count as covered, as in
+        # the weak-evidence rule (answers/abstention.py): a 10-Q's statement row about the resolved
+        # quarter never says "Apple" or "latest quarter".
+        bound: set[str] = set()
+        for surface, canonical in parsed.entities:
+            if canonical in plan.entity_scope:
+                bound |= set(content_stems(surface)) | set(content_stems(canonical))
+        if plan.period_scope:
+            for p in parsed.periods:
+                bound |= set(content_stems(p.label))
         excludes = [[stem(t) for t in tokens(x)] for x in parsed.exclude]
         excludes = [x for x in excludes if x]
         phrases = [normalise_ws(p).lower() for p in parsed.phrases if p.strip()]
@@ -447,12 +457,13 @@ class ExtractiveWriter:
 
         df: Counter[str] = Counter()
         for c in candidates:
-            df.update(c.terms)
+            df.update({t for t, forms in alts.items() if forms & c.terms})
         n = len(candidates)
         # Smoothed idf; a query term found in no sentence gets the largest weight, so missing it
         # lowers every sentence's coverage.
         idf = {t: math.log(1.0 + n / (df[t] if df[t] else 0.5)) for t in q_terms}
         idf_total = sum(idf.values())
+        free = sum(idf[t] for t in q_terms if t in bound)
 
         sims: Sequence[float] | None = None
         if similarity is not None:
@@ -463,10 +474,18 @@ class ExtractiveWriter:
 
         qualified: list[_Candidate] = []
         for i, c in enumerate(candidates):
+            hits = [t for t in q_terms if t not in bound and alts[t] & c.terms]
             c.lexical = (
-                sum(idf[t] * (1.0 if t in c.terms else self.context_weight if t in c.context else 0.0) for t in q_terms)
+                (
+                    free
+                    + sum(
+                        idf[t] * (1.0 if alts[t] & c.terms else self.context_weight if alts[t] & c.context else 0.0)
+                        for t in q_terms
+                        if t not in bound
+                    )
+                )
                 / idf_total
-                if idf_total and c.terms & set(q_terms)
+                if idf_total and hits
                 else 0.0
             )
             sim = float(sims[i]) if sims is not None else None
