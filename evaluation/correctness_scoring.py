@@ -8,7 +8,9 @@ reranker.
 Matching rules (``normalise``): lower case; Markdown links keep their text; thousands separators
 dropped (``81,797`` = ``81797``); every other non-alphanumeric character except a decimal point and
 ``%`` becomes a space; a fact must occur on word boundaries.  A fact is a string of alternatives
-separated by `` | `` (``"12 weeks | twelve weeks"``): any one of them states it.
+separated by `` | `` (``"12 weeks | twelve weeks"``): any one of them states it.  An amount with a unit
+(``"18.1 billion"``) is also stated by an amount that rounds to it at the gold's precision (``18.12
+billion``, ``18,120 million``).
 """
 
 from __future__ import annotations
@@ -46,9 +48,29 @@ def alternatives(fact: str) -> list[str]:
     return [a.strip() for a in fact.split(" | ") if a.strip()]
 
 
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?) (million|billion)\s*$")
+_AMOUNT_IN_TEXT = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?) (million|billion)\b")
+_SCALE = {"million": 1.0, "billion": 1000.0}
+
+
+def _states_amount(text_norm: str, alt_norm: str) -> bool:
+    """A gold amount with a unit ("18.1 billion") is stated by any amount in the text that rounds to it at
+    the gold's precision: "18.12 billion" and "18,120 million" state it, "18.3 billion" does not."""
+    m = _AMOUNT.match(alt_norm)
+    if not m:
+        return False
+    decimals = len(m.group(1).split(".")[1]) if "." in m.group(1) else 0
+    unit = _SCALE[m.group(2)]
+    want = round(float(m.group(1)), decimals)
+    for value, scale in _AMOUNT_IN_TEXT.findall(text_norm):
+        if round(float(value) * _SCALE[scale] / unit, decimals) == want:
+            return True
+    return False
+
+
 def states(text_norm: str, fact: str) -> bool:
     """Does the (normalised) delivered text state ``fact`` (any of its alternatives)?"""
-    return any(normalise(alt) in text_norm for alt in alternatives(fact))
+    return any(normalise(alt) in text_norm or _states_amount(text_norm, normalise(alt)) for alt in alternatives(fact))
 
 
 def quote_found(quote: str, passage: str, min_share: float = 0.8) -> bool:

@@ -312,6 +312,9 @@ _ASKED_SPAN_RE = re.compile(
 )
 
 
+_ENDED_RE = re.compile(r"\bended\s+([A-Z][a-z]+)\s+(\d{1,2}),?\s+(\d{4})\b")
+
+
 def _asked_span(question: str) -> str:
     """The span of the period asked about: "three" (a quarter) unless the question names six or nine months."""
     m = _ASKED_SPAN_RE.search(question)
@@ -332,17 +335,20 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
     exactly one cell may match.  Returns the text and whether it is a verbatim prefix of the row
     (the first cell), which lets it stand as its own quote.
     """
-    if not period_ends:
-        return None
     m = _ROW_RE.match(sentence)
     if not m:
         return None
+    # "for the nine months ended July 1, 2023": a span the quarter resolver does not bind, named in full.
+    named = [f"{y}-{_MONTHS[mo.lower()]:02d}-{int(d):02d}" for mo, d, y in _ENDED_RE.findall(question)
+             if mo.lower() in _MONTHS]  # fmt: skip
     wanted = []
-    for iso in period_ends:
+    for iso in [*period_ends, *named]:
         try:
             wanted.append(date.fromisoformat(iso[:10]))
         except ValueError:
             continue
+    if not wanted:
+        return None
     span = _asked_span(question)
     cells = m.group("cells").split("; ")
     hits = []

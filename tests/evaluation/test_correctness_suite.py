@@ -115,6 +115,15 @@ def test_the_right_figure_from_the_right_filing_is_correct_with_or_without_separ
     assert cs.states(cs.normalise("Net sales were $81.8 billion."), "81,797 | 81.8 billion")
 
 
+def test_an_amount_that_rounds_to_the_gold_amount_at_its_precision_states_it() -> None:
+    fact = "18,120 | 18.1 billion"
+    assert cs.states(cs.normalise("Revenue for the quarter was $18.12 billion, up 206%."), fact)
+    assert cs.states(cs.normalise("Revenue: $18,120 million."), fact)
+    assert not cs.states(cs.normalise("Revenue was $18.3 billion."), fact)
+    assert not cs.states(cs.normalise("Revenue was $118.1 billion."), fact)
+    assert not cs.states(cs.normalise("Revenue was 18.1 percent higher."), fact)
+
+
 def test_an_answer_that_also_states_the_labelled_wrong_figure_is_not_correct() -> None:
     s = score(APPLE_LATEST, response(("Total net sales 81,797", 1), ("Total net sales 94,836", 3)))
     assert s.facts_stated == 1 and s.wrong_stated == ["94,836"] and not s.correct
