@@ -16,7 +16,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from connectors.base import (
-    ConnectorError,
     DeleteDocument,
     IdentitySeen,
     SetGroupMembers,
@@ -26,11 +25,11 @@ from connectors.base import (
 )
 from connectors.dispatch import enqueue_sync
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
-from connectors.runtime import build_connector, known_kinds
+from connectors.runtime import known_kinds
 from connectors.sharepoint.subscriptions import do_ensure_subscriptions
-from core.crypto import CredentialsError, decrypt_json, decrypt_text, encrypt_json, encrypt_text
+from core.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 from core.errors import ApiError
-from core.http import BlockedDestination, OutboundHTTPError, RateLimited, origin_of, redact
+from core.http import BlockedDestination, origin_of
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
@@ -270,23 +269,6 @@ def do_read_webhook_secret(instance: ConnectorInstance, *, actor: Actor) -> str:
     do_record_audit_event(actor=actor, action="connector.webhook_secret_viewed", target_type="connector",
                           target_id=instance.pk)  # fmt: skip
     return secret
-
-
-def do_test_connection(instance: ConnectorInstance, *, actor: Actor) -> tuple[bool, str]:
-    """Ask the source whether the stored credentials work; ``(ok, message)``, audited."""
-    import requests
-
-    try:
-        build_connector(instance).test_connection()
-        ok, message = True, "connected"
-    # requests.RequestException: the source's host does not resolve, refuses or times out -- the
-    # commonest failed test, which must read {ok: false}, not a 500.
-    except (ConnectorError, RateLimited, OutboundHTTPError, CredentialsError, KeyError, ValueError,
-            requests.RequestException) as exc:  # fmt: skip
-        ok, message = False, redact(str(exc) or type(exc).__name__)[:500]
-    do_record_audit_event(actor=actor, action="connector.tested", target_type="connector", target_id=instance.pk,
-                          details={"ok": ok})  # fmt: skip
-    return ok, message
 
 
 def do_check_connector(instance: ConnectorInstance, *, actor: Actor) -> list[Any]:

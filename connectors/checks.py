@@ -1,7 +1,7 @@
 """The connector check, step by step: auth, listing, permissions, webhook.
 
-``do_test_connection`` answers one yes/no; an admin setting a source up needs to know *which* part
-is wrong (the secret, the site id, a missing grant, the webhook registration). Each kind has one
+A connector's own ``test_connection`` answers one yes/no; an admin setting a source up needs to know
+*which* part is wrong (the secret, the site id, a missing grant, the webhook registration). Each kind has one
 function here that drives the real connector client built by ``connectors.runtime.build_connector``,
 so the outbound policy (``core.http``: https, public addresses, the operator's approved origins)
 applies exactly as in a sync. A failed step stops the remote steps after it (they would fail for
@@ -213,13 +213,10 @@ def check_sharepoint(instance: ConnectorInstance) -> list[StepResult]:
         if roles is not None and not roles & SITE_READ_ROLES:
             raise ConnectorError("The token carries no Sites.Read.All or Sites.Selected application permission.")
         drive = ctx.get("drive")
-        if drive is not None:
-            from connectors.sharepoint.client import NotFound
-
-            try:
-                connector.client.item_permissions(str(drive["id"]), "root")
-            except NotFound:
-                pass  # an empty library has no root item to ask about; the users call below still decides
+        item = _first(connector.client.children(str(drive["id"]), "root")) if drive is not None else []
+        if item:
+            # One file's sharing, read as the permission sync reads every item's.
+            connector.client.item_permissions(str(drive["id"]), str(item[0]["id"]))  # type: ignore[index]
         try:
             _first(connector.client.users())
         except ConnectorError:

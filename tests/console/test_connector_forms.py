@@ -184,3 +184,52 @@ def test_a_confluence_site_is_checked_step_by_step(cast) -> None:
         site.stop()
     assert good == {"auth": "ok", "listing": "ok", "permissions": "ok", "webhook": "warning"}
     assert bad[0].status == "failed" and "rejected the e-mail / API token" in bad[0].message
+
+
+@pytest.fixture(scope="module")
+def graph_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    from tests.connectors.sharepoint.fake_graph import write_self_signed_cert
+
+    return write_self_signed_cert(tmp_path_factory.mktemp("graph-tls"))
+
+
+@pytest.fixture
+def graph(graph_cert: tuple[Any, Any]) -> Iterator[Any]:
+    from tests.connectors.sharepoint.fake_graph import FakeGraph
+
+    fake = FakeGraph(*graph_cert)
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+def sharepoint_instance(cast: Any, graph: Any, cert: Any, client_secret: str) -> ConnectorInstance:
+    from tests.connectors.sharepoint.fake_graph import CLIENT_ID
+
+    return make_instance(
+        cast.tenant_a.pk, "sharepoint", unique("Intranet"),
+        {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
+         "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base},
+        {"client_secret": client_secret}, tls_ca_file=str(cert[0]),
+    )  # fmt: skip
+
+
+def test_a_sharepoint_app_is_checked_step_by_step_and_told_which_graph_permission_it_lacks(cast, graph,
+                                                                                          graph_cert) -> None:  # fmt: skip
+    from tests.connectors.sharepoint.fake_graph import CLIENT_SECRET
+
+    instance = sharepoint_instance(cast, graph, graph_cert, CLIENT_SECRET)
+    with tenant_context(cast.tenant_a.pk):
+        granted = run_checks(instance)
+        assert {s.step: s.status for s in granted} == {"auth": "ok", "listing": "ok", "permissions": "ok",
+                                                       "webhook": "warning"}  # fmt: skip
+        assert "GroupMember.Read.All" in granted[0].message  # the token's application permissions, read back
+        graph.roles = {"Sites.Read.All", "User.Read.All"}
+        no_groups = run_checks(instance)[2]
+        assert no_groups.status == "warning" and "GroupMember.Read.All" in no_groups.message
+        graph.roles = {"User.Read.All"}
+        no_sites = run_checks(instance)[2]
+        assert no_sites.status == "failed" and "Sites.Read.All or Sites.Selected" in no_sites.message
+        wrong = run_checks(sharepoint_instance(cast, graph, graph_cert, "not-the-secret"))
+    assert [s.status for s in wrong] == ["failed", "skipped", "skipped", "warning"]
+    assert "Entra refused the app credentials" in wrong[0].message
