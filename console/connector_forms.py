@@ -20,6 +20,7 @@ from django import forms
 
 from connectors.actions import validate_connector_config, validate_connector_credentials
 from connectors.models import ConnectorInstance
+from core.crypto import CredentialsError, decrypt_json
 from core.errors import ApiError
 
 # Kept by the runtime (connectors.actions.do_update_connector_instance keeps them too); not the admin's.
@@ -40,6 +41,14 @@ def _secret(label: str, help_text: str, *, textarea: bool = False) -> forms.Char
         else forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
     )
     return forms.CharField(label=label, help_text=help_text, required=False, widget=widget, strip=True)
+
+
+def stored_credential_keys(instance: ConnectorInstance) -> set[str]:
+    """Which credentials are stored (their names only: the page says "stored", never the value)."""
+    try:
+        return {k for k, v in decrypt_json(instance.credentials_encrypted).items() if v}
+    except CredentialsError:
+        return set()
 
 
 def _lines(value: str) -> list[str]:
@@ -82,7 +91,8 @@ class ConnectorForm(forms.Form):
             kwargs["initial"] = initial
         super().__init__(*args, **kwargs)
         if instance is not None:
-            for key in self.credential_fields:
+            stored = stored_credential_keys(instance)
+            for key in (k for k in self.credential_fields if k in stored):
                 self.fields[key].help_text += " Stored; leave empty to keep it."
 
     def current_config(self) -> dict[str, Any]:
@@ -171,12 +181,14 @@ class ConfluenceForm(ConnectorForm):
                             widget=forms.EmailInput(attrs={"autocomplete": "off"}))  # fmt: skip
     api_token = _secret(
         "API token",
-        "An Atlassian API token of a service account (id.atlassian.com → Security → API tokens). With a "
-        "scoped token grant read:space:confluence, read:space.permission:confluence, read:page:confluence, "
-        "read:blogpost:confluence, read:attachment:confluence, read:content.restriction:confluence (classic: "
-        "read:confluence-content.all, read:confluence-space.summary, read:confluence-content.permission), "
-        "read:group:confluence, read:user:confluence and search:confluence; the account needs View on every "
-        "space to index, and Confluence admin to list groups.",
+        "An Atlassian API token of a service account (id.atlassian.com → Security → API tokens; write-only). "
+        "A classic token acts with the account's own rights: Can view on every space to index, and Confluence "
+        "administrator to list groups and their members. A scoped token (site URL "
+        "https://api.atlassian.com/ex/confluence/<cloud id>) needs the read scopes of the calls the connector "
+        "makes: read:space:confluence, read:space.permission:confluence, read:page:confluence, "
+        "read:blogpost:confluence, read:attachment:confluence, read:hierarchical-content:confluence (v2), "
+        "read:content-details:confluence (restrictions), read:group:confluence, read:user:confluence and "
+        "search:confluence (CQL, v1).",
     )
 
 

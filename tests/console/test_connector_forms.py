@@ -106,6 +106,9 @@ def test_an_edit_keeps_the_stored_secret_and_the_settings_without_a_field(cast) 
     instance = make_instance(cast.tenant_a.pk, "slack", unique("Slack"), {"team_id": "T0CAIRN", "page_size": 50},
                              {"token": "xoxb-1", "signing_secret": "s1"})  # fmt: skip
     alice = console_for(cast.alice)
+    # The page says which secrets are stored (token, signing secret), never what they are.
+    shown = alice.get(f"/console/connectors/{instance.pk}/").content.decode()
+    assert shown.count("Stored; leave empty to keep it.") == 2 and "xoxb-1" not in shown
     saved = alice.post(f"/console/connectors/{instance.pk}/", {"op": "save", "name": "Team chat", "team_id": "T0OTHER",
                                                                "include_bot_messages": "on", "signing_secret": "s2"})  # fmt: skip
     assert saved.status_code == 302
