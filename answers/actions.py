@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import time
+from typing import Any
+
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -153,6 +157,55 @@ def do_set_answer_settings(writer: str, *, actor: Actor, endpoint_url: str = "",
     return row
 
 
+# The Test's prompt: tiny, constant, and asking for the same kind of schema-constrained JSON the
+# writer needs, so an endpoint that cannot do structured output fails here and not at the first answer.
+TEST_PROMPT = [{"role": "system", "content": "Reply with JSON only, matching the schema."},
+               {"role": "user", "content": 'Reply {"ok": true}.'}]  # fmt: skip
+TEST_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": False, "required": ["ok"],
+                               "properties": {"ok": {"type": "boolean"}}}  # fmt: skip
+
+
+def do_test_answer_settings(*, actor: Actor) -> tuple[bool, str]:
+    """Send the stored writer one tiny prompt; ``(ok, message)``, audited.
+
+    The writer is built exactly as the answer path builds it (``writer_for_tenant``), so the
+    outbound policy and the stored key apply; failures read as the writer reports them
+    (``endpoint_not_allowed``, ``endpoint_failed``), never as the endpoint's own text.
+    """
+    from answers.writers import writer_for_tenant
+
+    row = AnswerSettings.objects.first()
+    kind = row.writer if row is not None else AnswerSettings.Writer.EXTRACTIVE
+    writer, notes = writer_for_tenant()
+    if kind == AnswerSettings.Writer.EXTRACTIVE:
+        ok, message = True, "The extractive writer needs no endpoint: answers quote the passages directly."
+    elif notes or not hasattr(writer, "complete_json"):
+        ok, message = False, "; ".join(notes) or "This writer cannot be reached."
+    else:
+        info: dict[str, Any] = {}
+        started = time.monotonic()
+        content = writer.complete_json(TEST_PROMPT, TEST_SCHEMA, name="cairn_test", max_tokens=16, info=info)
+        elapsed = time.monotonic() - started
+        try:
+            replied = json.loads(content) if content is not None else None
+        except ValueError:
+            replied = None
+        if content is None:
+            error = info.get("error", "endpoint_failed")
+            ok, message = False, {
+                "endpoint_not_allowed": "The outbound policy refused the endpoint (endpoint_not_allowed): it must be "
+                "a public https URL, or an origin the operator approved.",
+            }.get(error, f"The endpoint did not answer with a chat completion ({error}); check the URL, "
+                         "the model name and the API key.")  # fmt: skip
+        elif not isinstance(replied, dict):
+            ok, message = False, "The endpoint answered, but not with JSON: it must support response_format."
+        else:
+            ok, message = True, f"The model {getattr(writer, 'model', '')} answered in {elapsed:.1f} s."
+    do_record_audit_event(actor=actor, action="answer_settings.tested", target_type="answer_settings",
+                          target_id=row.pk if row is not None else "", details={"writer": kind, "ok": ok})  # fmt: skip
+    return ok, message
+
+
 __all__ = [
     "DEFAULT_TIERS",
     "check_endpoint_url",
@@ -164,6 +217,7 @@ __all__ = [
     "do_refresh_feed",
     "do_set_alias",
     "do_set_answer_settings",
+    "do_test_answer_settings",
     "ensure_default_tiers",
     "tier_names",
 ]

@@ -16,7 +16,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from connectors.base import (
-    ConnectorError,
     DeleteDocument,
     IdentitySeen,
     SetGroupMembers,
@@ -26,11 +25,11 @@ from connectors.base import (
 )
 from connectors.dispatch import enqueue_sync
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
-from connectors.runtime import build_connector, known_kinds
+from connectors.runtime import known_kinds
 from connectors.sharepoint.subscriptions import do_ensure_subscriptions
-from core.crypto import CredentialsError, decrypt_json, decrypt_text, encrypt_json, encrypt_text
+from core.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 from core.errors import ApiError
-from core.http import BlockedDestination, OutboundHTTPError, RateLimited, origin_of, redact
+from core.http import BlockedDestination, origin_of
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
@@ -60,6 +59,8 @@ CREDENTIAL_KEYS = {
     "sharepoint": ("client_secret", "client_certificate"),
     "slack": ("token", "signing_secret", "previous_signing_secret"),
 }
+# Settings the factories read as lists of ids (site ids, space keys).
+LIST_KEYS = ("site_ids", "space_keys")
 URL_KEYS = ("site_url", "graph_base_url", "authority_host", "base_url", "sharepoint_base_url")
 OPERATOR_KEYS = ("allow_private_network", "tls_ca_file", "private_network_origins")
 
@@ -93,9 +94,18 @@ def validate_connector_config(kind: str, config: Any, *, current: dict[str, Any]
     for key in OPERATOR_KEYS:
         if key in config:
             raise ApiError("invalid_config", f"{key} is an operator setting, not a connector config key")
+    # Every problem per key goes into error.detail.fields, so a form can put each message under its
+    # field; the message stays the first problem's (the API's wording since the first release).
+    fields: dict[str, str] = {}
     missing = [k for k in REQUIRED_CONFIG.get(kind, ()) if not config.get(k)]
-    if missing:
-        raise ApiError("invalid_config", f"missing config keys: {', '.join(missing)}")
+    for key in missing:
+        fields[key] = "This setting is required."
+    for key in LIST_KEYS:
+        value = config.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+            # A string here became a tuple of characters in the factory (one "site" per letter).
+            fields[key] = f"{key} must be a list of non-empty strings"
+    bad_url = ""
     for key in URL_KEYS:
         if key not in config or operator or (current is not None and current.get(key) == config[key]):
             continue
@@ -104,8 +114,12 @@ def validate_connector_config(kind: str, config: Any, *, current: dict[str, Any]
             ok = parts.scheme == "https" and bool(parts.hostname) and not parts.username and not parts.password
         except ValueError:
             ok = False
-        if not ok:
-            raise ApiError("invalid_config", f"{key} must be an https URL without credentials")
+        if not ok and key not in fields:
+            fields[key] = f"{key} must be an https URL without credentials"
+            bad_url = bad_url or fields[key]
+    if fields:
+        first = f"missing config keys: {', '.join(missing)}" if missing else bad_url or next(iter(fields.values()))
+        raise ApiError("invalid_config", first, detail={"fields": fields})
     return dict(config)
 
 
@@ -257,21 +271,15 @@ def do_read_webhook_secret(instance: ConnectorInstance, *, actor: Actor) -> str:
     return secret
 
 
-def do_test_connection(instance: ConnectorInstance, *, actor: Actor) -> tuple[bool, str]:
-    """Ask the source whether the stored credentials work; ``(ok, message)``, audited."""
-    import requests
+def do_check_connector(instance: ConnectorInstance, *, actor: Actor) -> list[Any]:
+    """The step-by-step check (``connectors.checks``: auth, listing, permissions, webhook), audited."""
+    from connectors.checks import run_checks
 
-    try:
-        build_connector(instance).test_connection()
-        ok, message = True, "connected"
-    # requests.RequestException: the source's host does not resolve, refuses or times out -- the
-    # commonest failed test, which must read {ok: false}, not a 500.
-    except (ConnectorError, RateLimited, OutboundHTTPError, CredentialsError, KeyError, ValueError,
-            requests.RequestException) as exc:  # fmt: skip
-        ok, message = False, redact(str(exc) or type(exc).__name__)[:500]
+    steps = run_checks(instance)
     do_record_audit_event(actor=actor, action="connector.tested", target_type="connector", target_id=instance.pk,
-                          details={"ok": ok})  # fmt: skip
-    return ok, message
+                          details={"ok": all(s.ok for s in steps),
+                                   "steps": {s.step: s.status for s in steps}})  # fmt: skip
+    return steps
 
 
 def do_set_paused(instance: ConnectorInstance, paused: bool, *, actor: Actor) -> ConnectorInstance:

@@ -17,12 +17,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from connectors.actions import (
+    do_check_connector,
     do_create_connector_instance,
     do_read_webhook_secret,
     do_request_sync,
     do_rotate_webhook_secret,
     do_set_paused,
-    do_test_connection,
     do_update_connector_instance,
 )
 from connectors.confluence.webhooks import ROUTES as CONFLUENCE_ROUTES
@@ -100,9 +100,16 @@ class SubscriptionsQueuedSerializer(serializers.Serializer):
     replacing = serializers.ListField(child=serializers.CharField())
 
 
+class CheckStepSerializer(serializers.Serializer):
+    step = serializers.ChoiceField(choices=["auth", "listing", "permissions", "webhook"])
+    status = serializers.ChoiceField(choices=["ok", "warning", "failed", "skipped"])
+    message = serializers.CharField()
+
+
 class ConnectionTestSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     message = serializers.CharField()
+    steps = CheckStepSerializer(many=True)
 
 
 class SyncRequestSerializer(serializers.Serializer):
@@ -218,8 +225,12 @@ class ConnectorTestView(TenantAPIView):
 
     @extend_schema(request=None, responses={200: ConnectionTestSerializer, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        ok, message = do_test_connection(_get(pk), actor=self.actor)
-        return Response({"ok": ok, "message": message})
+        # The console's step-by-step check (connectors.checks); ok/message summarise it for older clients.
+        steps = do_check_connector(_get(pk), actor=self.actor)
+        failed = next((s for s in steps if s.status == "failed"), None)
+        ok = failed is None
+        message = "connected" if ok else f"{failed.label}: {failed.message}"  # type: ignore[union-attr]
+        return Response({"ok": ok, "message": message, "steps": [s.as_json() for s in steps]})
 
 
 class ConnectorSyncView(TenantAPIView):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import identity, sso, views
+from console import answer_settings, identity, sso, views
 
 urlpatterns = [
     path("", views.home, name="console-home"),
@@ -22,4 +22,5 @@ urlpatterns = [
     path("quality/files/<str:name>", views.quality_file, name="console-quality-file"),
     path("platform/", views.platform, name="console-platform"),
     path("tokens/", identity.tokens, name="console-tokens"),
+    path("answers/", answer_settings.answer_settings, name="console-answers"),
 ]

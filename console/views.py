@@ -35,17 +35,18 @@ from answers.actions import (
 )
 from connectors import models as cm
 from connectors.actions import (
+    do_check_connector,
     do_create_connector_instance,
     do_read_webhook_secret,
     do_request_sync,
     do_rotate_webhook_secret,
     do_set_paused,
-    do_test_connection,
     do_update_connector_instance,
 )
 from connectors.api import ConnectorWebhookView
 from connectors.runtime import known_kinds
 from console.actions import do_add_authority_tier, do_reorder_authority_tiers
+from console.connector_forms import form_for
 from core.errors import ApiError
 from retrieval.actions import do_map_identity
 from retrieval.models import AclSet, Chunk, Document, IndexState, Source
@@ -70,6 +71,7 @@ NAV = [
     ("audit", "Audit log", "console-audit"),
     ("feedback", "Feedback", "console-feedback"),
     ("quality", "Quality", "console-quality"),
+    ("answers", "Answer settings", "console-answers"),
     ("tokens", "API tokens", "console-tokens"),
     ("sso", "Single sign-on", "console-sso"),
 ]
@@ -172,42 +174,41 @@ def _known_kinds() -> list[str]:
     return list(known_kinds())
 
 
-def _json_field(raw: str, name: str) -> dict[str, Any]:
-    raw = (raw or "").strip()
-    if not raw:
-        return {}
+def _save_connector(request: HttpRequest, form: Any, instance: Any | None) -> Any | None:
+    """The form's shared validation passed: create or update through the API's own actions."""
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{name} is not valid JSON ({exc.msg}).") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{name} must be a JSON object.")
-    return value
+        if instance is None:
+            if Source.objects.filter(name=form.cleaned_data["name"].strip()).exists():
+                form.add_error("name", "A source with this name exists.")
+                return None
+            return do_create_connector_instance(form.kind, form.cleaned_data["name"], config=form.cleaned_data["config"],
+                                                credentials=form.cleaned_data["credentials"],
+                                                actor=actor(request))  # fmt: skip
+        return do_update_connector_instance(instance, name=form.cleaned_data["name"], config=form.cleaned_data["config"],
+                                            credentials=form.cleaned_data["credentials"] or None,
+                                            actor=actor(request))  # fmt: skip
+    except ApiError as exc:
+        form.refusal = _refusal(exc)
+        form.add_error(None, form.refusal)
+        return None
 
 
 @admin_view
 def connector_new(request: HttpRequest, membership: Membership) -> HttpResponse:
-    form = {"kind": request.POST.get("kind", ""), "name": request.POST.get("name", ""),
-            "config": request.POST.get("config", "{}")}  # fmt: skip
-    error = ""
-    if request.method == "POST":
-        try:
-            config = _json_field(form["config"], "Settings")
-            credentials = _json_field(request.POST.get("credentials", ""), "Credentials")
-            if Source.objects.filter(name=form["name"].strip()).exists():
-                raise ValueError("A source with this name exists.")
-            # The same validating action as POST /api/v1/connectors: same refusals, same codes.
-            instance = do_create_connector_instance(form["kind"], form["name"], config=config,
-                                                    credentials=credentials, actor=actor(request))  # fmt: skip
-            messages.success(request, "Connector added. Test the connection, then start a full sync.")
-            return redirect("console-connector", pk=instance.pk)
-        except ApiError as exc:
-            error = _refusal(exc)
-        except ValueError as exc:
-            error = str(exc)
+    """Choose a kind, then fill in that kind's typed form (raw JSON only behind "advanced")."""
+    kind = request.POST.get("kind") or request.GET.get("kind", "")
+    form_cls = form_for(kind)
+    form = None
+    if form_cls is not None:
+        form = form_cls(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            instance = _save_connector(request, form, None)
+            if instance is not None:
+                messages.success(request, "Connector added. Test the connection, then start a full sync.")
+                return redirect("console-connector", pk=instance.pk)
+    status = 400 if form is not None and form.errors else 200
     return page(request, membership, "console/connector_form.html", "connectors", "Add a connector",
-                {"form": form, "error": error, "kinds": _known_kinds(), "editing": None},
-                status=400 if error else 200)  # fmt: skip
+                {"form": form, "kind": kind if form_cls else "", "kinds": _known_kinds()}, status=status)  # fmt: skip
 
 
 def _hook_urls(request: HttpRequest, instance: Any, *, reveal: bool) -> tuple[list[tuple[str, str]], str]:
@@ -232,27 +233,23 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
 
     cm = _connector_models()
     instance = get_object_or_404(cm.ConnectorInstance.objects.select_related("source"), pk=pk)
-    error = ""
-    test_result: tuple[bool, str] | None = None
+    form_cls = form_for(instance.kind)
+    if form_cls is None:
+        raise Http404
+    form = form_cls(instance=instance)
+    test_steps: list[Any] = []
     reveal = False
     if request.method == "POST":
         op = request.POST.get("op", "")
         if op == "save":
-            try:
-                config = _json_field(request.POST.get("config", ""), "Settings")
-                credentials = _json_field(request.POST.get("credentials", ""), "Credentials")
-                name = request.POST.get("name", "").strip() or instance.source.name
-                # The same validating action as PATCH /api/v1/connectors/<id>.
-                do_update_connector_instance(instance, name=name, config=config, credentials=credentials or None,
-                                             actor=actor(request))  # fmt: skip
-                messages.success(request, "Saved." + (" New credentials stored." if credentials else ""))
+            form = form_cls(request.POST, instance=instance)
+            if form.is_valid() and _save_connector(request, form, instance) is not None:
+                saved = " New credentials stored." if form.cleaned_data["credentials"] else ""
+                messages.success(request, "Saved." + saved)
                 return redirect("console-connector", pk=pk)
-            except ApiError as exc:
-                error = _refusal(exc)
-            except ValueError as exc:
-                error = str(exc)
         elif op == "test":
-            test_result = do_test_connection(instance, actor=actor(request))
+            # Step by step (connectors.checks): which of auth, listing, permissions, webhook failed.
+            test_steps = do_check_connector(instance, actor=actor(request))
         elif op in ("full", "incremental", "permission"):
             do_request_sync(instance, op, actor=actor(request))
             messages.success(request, f"{op.capitalize()} sync queued.")
@@ -274,16 +271,15 @@ def connector_detail(request: HttpRequest, membership: Membership, pk: int) -> H
     ctx = {
         "instance": instance,
         "health": _health(instance),
-        "config": json.dumps(instance.config, indent=2, sort_keys=True),
-        "has_credentials": bool(instance.credentials_encrypted),
+        "form": form,
         "hook_urls": hook_urls,
         "hook_how": hook_how,
         "secret": secret,
-        "test_result": test_result,
-        "error": error,
+        "test_steps": test_steps,
+        "test_ok": bool(test_steps) and all(s.ok for s in test_steps),
     }
     return page(request, membership, "console/connector_detail.html", "connectors", instance.source.name, ctx,
-                status=400 if error else 200)  # fmt: skip
+                status=400 if form.errors else 200)  # fmt: skip
 
 
 @require_GET

@@ -7,6 +7,7 @@ never downloads a browser: it launches /usr/bin/chromium (installed by bin/cairn
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -37,13 +38,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def web_server() -> Iterator[str]:
+@contextlib.contextmanager
+def gunicorn(extra_env: dict[str, str] | None = None, log_name: str = "gunicorn.log") -> Iterator[str]:
+    """A gunicorn serving Cairn on a free port; ``extra_env`` is operator configuration for this server only
+    (an approved loopback endpoint: the test process's ``settings`` never reach the subprocess)."""
     port = _free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, CAIRN_SECURE_COOKIES="0", CAIRN_DEBUG="0")
+    env = dict(os.environ, CAIRN_SECURE_COOKIES="0", CAIRN_DEBUG="0", **(extra_env or {}))
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    log = open(ARTIFACTS / "gunicorn.log", "wb")
+    log = open(ARTIFACTS / log_name, "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "cairn.wsgi:application", "-b", f"127.0.0.1:{port}",
          "-w", "1", "--threads", "4", "--timeout", "120"],
@@ -51,23 +54,31 @@ def web_server() -> Iterator[str]:
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError("gunicorn exited during start-up; see test-artifacts/ui/gunicorn.log") from None
-            time.sleep(0.3)
-    else:
-        raise RuntimeError("gunicorn did not answer /healthz within 60 s")
-    yield base
-    proc.terminate()
     try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"gunicorn exited during start-up; see test-artifacts/ui/{log_name}") from None
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("gunicorn did not answer /healthz within 60 s")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def web_server() -> Iterator[str]:
+    with gunicorn() as base:
+        yield base
 
 
 @pytest.fixture(scope="session")

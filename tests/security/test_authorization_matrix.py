@@ -107,6 +107,7 @@ MATRIX: dict[str, Route] = {
     "portal-tokens": Route("portal", path=_p("tokens/")),
     "console-tokens": Route("console", path=_p("console/tokens/")),
     "console-sso": Route("console", path=_p("console/sso/")),
+    "console-answers": Route("console", path=_p("console/answers/")),
     # SCIM: only a provisioning token (scope scim) of the tenant's admin opens these; REST tokens do not.
     "scim-spc": Route("scim", path=_p("scim/v2/ServiceProviderConfig")),
     "scim-resource-types": Route("scim", path=_p("scim/v2/ResourceTypes")),

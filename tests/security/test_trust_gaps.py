@@ -310,8 +310,9 @@ def test_the_console_and_the_api_refuse_the_same_connector_settings_with_the_sam
         "kind": "confluence", "name": name, "config": config, "credentials": {"api_token": "t"}}, format="json")  # fmt: skip
     assert api.status_code == 400 and error_code(api) == code, api.content
     console = _console(cast.alice)
-    page = console.post("/console/connectors/new", {"kind": "confluence", "name": name, "config": json.dumps(config),
-                                                    "credentials": '{"api_token": "t"}'})  # fmt: skip
+    # The console's raw JSON (its "advanced" settings) meets the same validation as the API's body.
+    page = console.post("/console/connectors/new", {"kind": "confluence", "name": name, "advanced": "on",
+                                                    "raw_config": json.dumps(config), "api_token": "t"})  # fmt: skip
     assert page.status_code == 400 and f"({code})".encode() in page.content, page.content[-600:]
     with tenant_context(cast.tenant_a.pk):
         assert not ConnectorInstance.objects.filter(source__name=name).exists()
@@ -321,7 +322,8 @@ def test_the_console_and_the_api_refuse_the_same_connector_settings_with_the_sam
     pk = good.json()["id"]
     patch = client_for(cast.tokens["alice"]).patch(f"/api/v1/connectors/{pk}", {"config": config}, format="json")
     assert patch.status_code == 400 and error_code(patch) == code
-    edit = console.post(f"/console/connectors/{pk}/", {"op": "save", "config": json.dumps(config), "name": name})
+    edit = console.post(f"/console/connectors/{pk}/", {"op": "save", "advanced": "on", "raw_config": json.dumps(config),
+                                                       "name": name})  # fmt: skip
     assert edit.status_code == 400 and f"({code})".encode() in edit.content
 
 
