@@ -16,10 +16,10 @@ urlpatterns = [
     path("people/groups/<int:pk>/", views.group_detail, name="console-group"),
     path("view-as/", views.view_as, name="console-viewas"),
     path("audit/", views.audit_log, name="console-audit"),
+    path("audit/<int:seq>/", views.audit_detail, name="console-audit-detail"),
     path("audit/export.csv", views.audit_export, name="console-audit-export"),
     path("feedback/", views.feedback_queue, name="console-feedback"),
     path("quality/", views.quality, name="console-quality"),
-    path("quality/files/<str:name>", views.quality_file, name="console-quality-file"),
     path("platform/", views.platform, name="console-platform"),
     path("tokens/", identity.tokens, name="console-tokens"),
 ]
