@@ -572,8 +572,9 @@ def audit_log(request: HttpRequest, membership: Membership) -> HttpResponse:
 
 @require_GET
 @admin_view
-def audit_detail(request: HttpRequest, membership: Membership, seq: int) -> HttpResponse:
-    row = get_object_or_404(AuditEvent, seq=seq)
+def audit_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    # By row id, not seq: every tenant has a #1, and another tenant's id must read as "not found".
+    row = get_object_or_404(AuditEvent, pk=pk)
     readable = auditview.readable_documents(request.user, [row])  # type: ignore[arg-type]
     return page(request, membership, "console/audit_detail.html", "audit", f"Audit record #{row.seq}",
                 {"row": row, "summary": auditview.summary(row, readable),
