@@ -1,7 +1,8 @@
 """How far a tenant's loading has got: the one answer the portal's status line and ``bin/cairn run`` share.
 
-"Loading" means more content is still on its way: an ingest event waits to be applied, or a sync run is
-queued, running or throttled (it will write more events).  Counting pending events alone said "done"
+"Loading" means more content is still on its way: an ingest event waits to be applied, or a full sync
+is queued, running or throttled (it will write more events).  Routine incremental and permission syncs
+do not count: every few minutes they would otherwise make a loaded tenant say "still loading".  Counting pending events alone said "done"
 in the gap between a finished sync and the events of the next one, so the portal and the command line
 disagreed about when the demo had finished.
 """
@@ -24,12 +25,13 @@ class Progress:
     pending: int  # ingest events still to apply
     done: int  # ingest events applied (or skipped / failed: nothing more will happen to them)
     documents: int  # searchable documents
-    active_syncs: int  # sync runs queued, running or throttled
+    full_syncs: int  # full syncs queued, running or throttled
+    active_syncs: int  # sync runs of any mode queued, running or throttled
     oldest_pending_at: datetime | None
 
     @property
     def loading(self) -> bool:
-        return self.pending > 0 or self.active_syncs > 0
+        return self.pending > 0 or self.full_syncs > 0
 
 
 def tenant_progress() -> Progress:
@@ -39,11 +41,15 @@ def tenant_progress() -> Progress:
         done=Count("pk", filter=~Q(status=IngestEvent.Status.PENDING)),
         oldest=Min("created_at", filter=Q(status=IngestEvent.Status.PENDING)),
     )
+    syncs = SyncState.objects.filter(status__in=ACTIVE_SYNC).aggregate(
+        all=Count("pk"), full=Count("pk", filter=Q(mode=SyncState.Mode.FULL))
+    )
     return Progress(
         pending=agg["pending"],
         done=agg["done"],
         documents=Document.objects.filter(deleted=False).count(),
-        active_syncs=SyncState.objects.filter(status__in=ACTIVE_SYNC).count(),
+        full_syncs=syncs["full"],
+        active_syncs=syncs["all"],
         oldest_pending_at=agg["oldest"],
     )
 
@@ -55,6 +61,7 @@ def combined(parts: list[Progress]) -> Progress:
         pending=sum(p.pending for p in parts),
         done=sum(p.done for p in parts),
         documents=sum(p.documents for p in parts),
+        full_syncs=sum(p.full_syncs for p in parts),
         active_syncs=sum(p.active_syncs for p in parts),
         oldest_pending_at=min(oldest) if oldest else None,
     )

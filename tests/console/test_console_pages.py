@@ -277,5 +277,31 @@ def test_the_portal_says_still_loading_while_a_sync_runs_even_with_an_empty_queu
     with tenant_context(cast.tenant_a.pk):
         do_request_sync(instance, "full")
         progress = tenant_progress()
-    assert progress.loading and progress.pending == 0 and progress.active_syncs == 1
+    assert progress.loading and progress.pending == 0 and progress.full_syncs == 1
     assert "still loading: 1 sync running" in text_of(bob.get("/portal/status"))
+
+
+def test_a_routine_incremental_sync_does_not_make_a_loaded_tenant_say_still_loading(cast: Cast, settings) -> None:
+    from connectors.actions import do_request_sync
+    from connectors.progress import tenant_progress
+
+    settings.CAIRN = {**settings.CAIRN, "CONNECTOR_QUEUE": unique("nobody-listens")}
+    instance = _connector(cast, "Engineering wiki")
+    with tenant_context(cast.tenant_a.pk):
+        do_request_sync(instance, "incremental")
+        progress = tenant_progress()
+    assert progress.active_syncs == 1 and not progress.loading
+
+
+def test_bin_cairn_runs_progress_line_counts_what_the_portal_counts(cast: Cast) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    from connectors.demo.management.commands.demo_progress import progress
+
+    out = io.StringIO()
+    call_command("demo_progress", stdout=out)
+    overall = progress()
+    assert out.getvalue().startswith("[cairn] ingest: ")
+    assert f"{overall.documents} documents searchable" in out.getvalue()
