@@ -609,6 +609,8 @@ def feedback_queue(request: HttpRequest, membership: Membership) -> HttpResponse
         if fb.pk in hidden:
             fb.claim_text = HIDDEN if fb.claim_text else ""
             fb.comment = ""
+            # The question too, as the audit log shows it: a question can say what the document holds.
+            fb.question = f"sha256:{auditview.question_sha256(fb.question)[:16]}…"
     rows = [(fb, users.get(fb.user_id, f"user {fb.user_id}")) for fb in flags]
     return page(request, membership, "console/feedback.html", "feedback", "Feedback queue",
                 {"rows": rows, "verdict": verdict, "verdicts": Feedback.Verdict.values})  # fmt: skip

@@ -52,6 +52,13 @@ def asked(module_cast: Cast, django_db_blocker: Any) -> dict[str, Any]:
                                              "claim_id": claim["id"], "claim_text": claim["text"]},
                         format="json")  # fmt: skip
         assert flag.status_code == 201, flag.content
+        from retrieval.models import Document
+
+        with tenant_context(cast.tenant_a.pk):
+            pay_doc = Document.objects.get(source=wiki, external_id="pay").pk
+        hr_flag = bob.post("/api/v1/feedback", {"trace_id": pay["trace"]["id"], "target": "source",
+                                                "verdict": "wrong", "document_id": pay_doc}, format="json")  # fmt: skip
+        assert hr_flag.status_code == 201, hr_flag.content
         return {"cast": cast, "travel": travel, "pay": pay, "alice": console_client(cast.alice)}
 
 
@@ -113,6 +120,14 @@ def test_an_audit_record_of_another_tenant_is_not_found(asked) -> None:
         pk = AuditEvent.objects.get(trace_id=asked["travel"]["trace"]["id"], action="answer.released").pk
     page = console_client(cast.mallory).get(f"/console/audit/{pk}/")
     assert page.status_code == 404 and "How far ahead" not in page.content.decode()
+
+
+def test_the_feedback_queue_shows_a_flag_on_an_unreadable_document_without_its_question(asked) -> None:
+    page = asked["alice"].get("/console/feedback/")
+    text = text_of(page)
+    assert "How far ahead must I book travel?" in text
+    assert "grade 7" not in page.content.decode() and "sha256:" in text
+    assert " UTC" in text
 
 
 # --- quality -----------------------------------------------------------------------------------------------
