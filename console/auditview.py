@@ -122,8 +122,12 @@ def _text(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-def detail_rows(row: AuditEvent, readable: set[int]) -> list[tuple[str, str]]:
-    """The row's details as (key, text) pairs: nested objects one level deep as ``outer.inner``."""
+def detail_rows(row: AuditEvent, readable: set[int]) -> list[tuple[str, str, bool]]:
+    """The row's details as (key, text, is it a block) rows: nested objects one level deep as ``outer.inner``."""
+    return [(k, v, "\n" in v) for k, v in _detail_pairs(row, readable)]
+
+
+def _detail_pairs(row: AuditEvent, readable: set[int]) -> list[tuple[str, str]]:
     d = dict(row.details or {})
     out: list[tuple[str, str]] = []
     if row.kind == AuditEvent.Kind.ANSWER:
