@@ -3,8 +3,8 @@
 Answer rate and abstention reasons come from ``answer.released`` rows (each records its abstention,
 if any); flags from ``Feedback``; unanswered questions are shown through ``console.auditview`` so
 the page reveals no more than the audit log.  The evaluation summary reads the newest report of
-``manage.py evaluate`` and keeps only what a tenant admin can use: which suite, when, how long, and
-its scalar metrics. The report's release block (git commit, settings, file paths) and machine block
+``manage.py evaluate`` per suite and keeps only what a tenant admin can use: which suite, when, how long,
+and its numeric metrics. The report's release block (git commit, settings, file paths) and machine block
 are the vendor's and are never shown.
 """
 
@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.db.models import Count
 from django.utils import timezone
@@ -89,7 +90,7 @@ class EvaluationSummary:
 
 
 def last_evaluation(reports_dir: Path) -> list[EvaluationSummary]:
-    """The newest evaluation run: every suite report started within six hours of the newest one."""
+    """Each suite's latest report (``reports/latest/<suite>.json``), newest run first."""
     found = []
     for path in sorted(reports_dir.glob("*.json")) if reports_dir.is_dir() else []:
         try:
@@ -102,17 +103,28 @@ def last_evaluation(reports_dir: Path) -> list[EvaluationSummary]:
             started = datetime.fromisoformat(str(data.get("started_at")))
         except ValueError:
             started = None
-        metrics = [(k.replace("_", " "), _figure(v)) for k, v in data["metrics"].items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)][:12]  # fmt: skip
         seconds = data.get("seconds")
         found.append(EvaluationSummary(str(data.get("suite") or path.stem), started,
-                                       float(seconds) if isinstance(seconds, (int, float)) else None, metrics))  # fmt: skip
-    dated = [s.started_at for s in found if s.started_at is not None]
-    if not dated:
-        return found
-    newest = max(dated)
-    return sorted((s for s in found if s.started_at is not None and newest - s.started_at <= timedelta(hours=6)),
-                  key=lambda s: s.suite)  # fmt: skip
+                                       float(seconds) if isinstance(seconds, (int, float)) else None,
+                                       _numbers(data["metrics"])[:MAX_FIGURES]))  # fmt: skip
+    return sorted(found, key=lambda s: (s.started_at is None, -(s.started_at.timestamp() if s.started_at else 0)))
+
+
+MAX_FIGURES = 8
+
+
+def _numbers(metrics: dict[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    """Numeric figures only, nested ones as ``outer › inner``: strings (names, paths) never reach the page."""
+    out: list[tuple[str, str]] = []
+    for key, value in metrics.items():
+        name = f"{prefix}{str(key).replace('_', ' ')}"
+        if "/" in name or "\\" in name:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append((name, _figure(value)))
+        elif isinstance(value, dict) and depth < 2:
+            out.extend(_numbers(value, name + " › ", depth + 1))
+    return out
 
 
 def _figure(value: float) -> str:
