@@ -65,6 +65,27 @@ def tier_names() -> dict[int, str]:
     return names
 
 
+def retier(source: Source, container: str, rank: int) -> None:
+    """Put a source's documents (or one container's) in ``rank``, where no container assignment overrides it.
+
+    Updates ``Document.authority_tier`` and the denormalised ``Chunk.authority_tier`` together and bumps
+    the index version (cached answers built on the old hierarchy must not be served).  Callers audit.
+    """
+    docs = Document.objects.filter(source=source)
+    chunks = Chunk.objects.filter(document__source=source)
+    if container:
+        docs, chunks = docs.filter(container=container), chunks.filter(container=container)
+    else:
+        # Future documents of the source inherit the tier; container assignments override it.
+        Source.objects.filter(pk=source.pk).update(authority_tier=rank)
+        overridden = list(AuthorityAssignment.objects.filter(source=source).exclude(container="").values_list(
+            "container", flat=True))  # fmt: skip
+        docs, chunks = docs.exclude(container__in=overridden), chunks.exclude(container__in=overridden)
+    docs.update(authority_tier=rank)
+    chunks.update(authority_tier=rank)
+    IndexState.objects.update(index_version=F("index_version") + 1)
+
+
 @transaction.atomic
 def do_assign_authority(source: Source, tier: AuthorityTier, container: str = "", *,
                         actor: Actor | None) -> AuthorityAssignment:  # fmt: skip
@@ -78,19 +99,7 @@ def do_assign_authority(source: Source, tier: AuthorityTier, container: str = ""
     row, _ = AuthorityAssignment.objects.update_or_create(
         source=source, container=container, defaults={"tier": tier, "updated_at": timezone.now()}
     )
-    docs = Document.objects.filter(source=source)
-    chunks = Chunk.objects.filter(document__source=source)
-    if container:
-        docs, chunks = docs.filter(container=container), chunks.filter(container=container)
-    else:
-        # Future documents of the source inherit the tier; container assignments override it.
-        Source.objects.filter(pk=source.pk).update(authority_tier=tier.rank)
-        overridden = list(AuthorityAssignment.objects.filter(source=source).exclude(container="").values_list(
-            "container", flat=True))  # fmt: skip
-        docs, chunks = docs.exclude(container__in=overridden), chunks.exclude(container__in=overridden)
-    docs.update(authority_tier=tier.rank)
-    chunks.update(authority_tier=tier.rank)
-    IndexState.objects.update(index_version=F("index_version") + 1)
+    retier(source, container, tier.rank)
     if actor is not None:
         do_record_audit_event(actor=actor, action="hierarchy.assigned", target_type="source", target_id=source.pk,
                               details={"container": container, "tier": tier.name, "rank": tier.rank})  # fmt: skip
@@ -219,5 +228,6 @@ __all__ = [
     "do_set_answer_settings",
     "do_test_answer_settings",
     "ensure_default_tiers",
+    "retier",
     "tier_names",
 ]

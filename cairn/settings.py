@@ -233,6 +233,9 @@ CREDENTIALS_KEY = env_str("CAIRN_CREDENTIALS_KEY", "")
 # private address (a lab IdP); tenants' issuers otherwise must be https on public addresses.
 CAIRN["SSO_ALLOWED_HOSTS"] = env_list("CAIRN_SSO_ALLOWED_HOSTS", [])
 # An unknown signing key id refetches the provider's JWKS (key rotation) at most this often per issuer.
+# Admin console alerts (console/health.py): stalled syncs and an old ingest backlog.
+CAIRN["CONSOLE_STALL_FACTOR"] = env_int("CAIRN_CONSOLE_STALL_FACTOR", 3, minimum=1)
+CAIRN["CONSOLE_BACKLOG_ALERT_SECONDS"] = env_int("CAIRN_CONSOLE_BACKLOG_ALERT_SECONDS", 900, minimum=1)
 CAIRN["SSO_JWKS_MIN_REFRESH_SECONDS"] = env_int("CAIRN_SSO_JWKS_MIN_REFRESH_SECONDS", 30, minimum=0)
 
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -472,7 +472,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             stack.manage("load_demo", "--sources", str(ready), "--print-logins", f"--url={url}")
         else:
             log(f"Cairn is running at {url}")
-        progress = stack.spawn("progress", [sys.executable, str(BASE_DIR / "manage.py"), "demo_progress", "--follow"])
+        progress = stack.spawn("progress", [sys.executable, str(BASE_DIR / "manage.py"), "demo_progress", "--follow",
+                                            *([] if args.no_demo else ["--demo"])])  # fmt: skip
         while not stopping:
             for name, proc in stack.children:
                 if proc is not progress and proc.poll() is not None:

@@ -10,8 +10,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
-from answers.actions import do_assign_authority, do_define_tier
+from answers.actions import do_assign_authority, do_define_tier, retier
 from answers.models import AuthorityAssignment, AuthorityTier
+from connectors.actions import AUTHORITY_TIERS
+from connectors.models import ConnectorInstance
+from retrieval.models import Source
 from tenants.audit import Actor, do_record_audit_event
 
 
@@ -40,3 +43,36 @@ def do_reorder_authority_tiers(ordered_ids: list[int], *, actor: Actor) -> list[
     do_record_audit_event(actor=actor, action="hierarchy.tiers_reordered", target_type="authority_tier",
                           target_id="", details={"order": ordered_ids})  # fmt: skip
     return list(AuthorityTier.objects.order_by("rank"))
+
+
+def source_default_rank(source: Source) -> int:
+    """The tier a source starts in: its connector kind's (``connectors.actions.AUTHORITY_TIERS``), else wiki."""
+    if ConnectorInstance.objects.filter(source=source).exists():
+        return AUTHORITY_TIERS.get(source.kind, 2)
+    return 2
+
+
+@transaction.atomic
+def do_remove_authority_assignment(assignment_id: int, *, actor: Actor) -> AuthorityAssignment | None:
+    """Take a source (or one container) out of its assigned tier; its documents fall back at once.
+
+    A container falls back to its source's tier; a whole source to the tier it was created in
+    (``source_default_rank``), as if it had never been assigned.
+    Container assignments of the source stay where they are.
+    """
+    row = AuthorityAssignment.objects.select_related("source", "tier").select_for_update().filter(
+        pk=assignment_id).first()  # fmt: skip
+    if row is None:
+        return None
+    source = row.source
+    row.delete()
+    if row.container:
+        source.refresh_from_db(fields=["authority_tier"])
+        rank = source.authority_tier
+    else:
+        rank = source_default_rank(source)
+    retier(source, row.container, rank)
+    do_record_audit_event(actor=actor, action="hierarchy.unassigned", target_type="source", target_id=source.pk,
+                          details={"container": row.container, "tier": row.tier.name, "rank": row.tier.rank,
+                                   "falls_back_to_rank": rank})  # fmt: skip
+    return row

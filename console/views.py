@@ -9,7 +9,6 @@ runs through ``admin_view`` (session -> membership -> admin role ->
 from __future__ import annotations
 
 import json
-import mimetypes
 from datetime import datetime, time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -32,6 +31,7 @@ from answers.actions import (
     do_refresh_feed,
     do_set_alias,
     ensure_default_tiers,
+    tier_names,
 )
 from connectors import models as cm
 from connectors.actions import (
@@ -45,7 +45,9 @@ from connectors.actions import (
 )
 from connectors.api import ConnectorWebhookView
 from connectors.runtime import known_kinds
-from console.actions import do_add_authority_tier, do_reorder_authority_tiers
+from console import auditview, health
+from console import quality as quality_figures
+from console.actions import do_add_authority_tier, do_remove_authority_assignment, do_reorder_authority_tiers
 from console.connector_forms import form_for
 from core.errors import ApiError
 from retrieval.actions import do_map_identity
@@ -119,7 +121,8 @@ def home(request: HttpRequest, membership: Membership) -> HttpResponse:
         "identities_unmapped": ExternalIdentity.objects.filter(user__isnull=True, is_bot=False).count(),
         "groups": Group.objects.count(),
     }
-    return page(request, membership, "console/home.html", "home", "Admin console", {"stats": stats})
+    return page(request, membership, "console/home.html", "home", "Admin console",
+                {"stats": stats, **health.overview()})  # fmt: skip
 
 
 # --- connectors ----------------------------------------------------------------------------------------------
@@ -331,6 +334,11 @@ def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
                 container = request.POST.get("container", "").strip()[:300]
 
                 do_assign_authority(source, tier, container, actor=actor(request))
+            elif op == "unassign":
+                removed = do_remove_authority_assignment(int(request.POST.get("assignment", "0")), actor=actor(request))
+                if removed is None:
+                    raise ValueError("That assignment no longer exists.")
+                messages.success(request, "Assignment removed; its documents fell back to their default tier.")
             else:
                 raise ValueError("Unknown action.")
             return redirect("console-hierarchy")
@@ -338,9 +346,16 @@ def hierarchy(request: HttpRequest, membership: Membership) -> HttpResponse:
             error = str(exc)
     tiers = list(am.AuthorityTier.objects.order_by("rank"))
     assignments = list(am.AuthorityAssignment.objects.select_related("source", "tier").order_by("tier__rank"))
+    # What answers rank by (answers.actions.tier_names): defined tiers, and the defaults for ranks
+    # nobody defined, so the page never shows "no tiers" while answers still use four.
+    names = tier_names()
+    defined = {t.rank for t in tiers}
+    in_use = [(rank, names[rank], rank in defined) for rank in sorted(names)]
+    sources = list(Source.objects.order_by("name"))
+    source_tiers = [(s, names.get(s.authority_tier, f"rank {s.authority_tier}")) for s in sources]
     return page(request, membership, "console/hierarchy.html", "hierarchy", "Source hierarchy",
-                {"tiers": tiers, "assignments": assignments, "sources": Source.objects.order_by("name"),
-                 "error": error}, status=400 if error else 200)  # fmt: skip
+                {"tiers": tiers, "assignments": assignments, "sources": sources, "in_use": in_use,
+                 "source_tiers": source_tiers, "error": error}, status=400 if error else 200)  # fmt: skip
 
 
 @admin_view
@@ -518,13 +533,18 @@ def _parse_day(value: str, end: bool = False) -> datetime | None:
 
 
 def _audit_query(request: HttpRequest) -> tuple[Any, dict[str, str]]:
-    f = {k: request.GET.get(k, "").strip()[:100] for k in ("action", "kind", "actor", "since", "until")}
+    f = {k: request.GET.get(k, "").strip()[:100] for k in ("action", "kind", "actor", "since", "until", "show")}
     actor_id = None
     if f["actor"]:
         user = User.objects.filter(username=f["actor"], memberships__tenant_id=request_tenant(request)).first()
         actor_id = user.pk if user else -1
     qs = filtered_events(action=f["action"], kind=f["kind"], actor_user_id=actor_id,
                          since=_parse_day(f["since"]), until=_parse_day(f["until"], end=True))  # fmt: skip
+    if f["show"] in auditview.CATEGORIES:
+        match = Q()
+        for prefix in auditview.CATEGORIES[f["show"]][1]:
+            match |= Q(action__startswith=prefix)
+        qs = qs.filter(match)
     return qs, f
 
 
@@ -538,9 +558,23 @@ def request_tenant(request: HttpRequest) -> int:
 def audit_log(request: HttpRequest, membership: Membership) -> HttpResponse:
     qs, f = _audit_query(request)
     rows = list(qs.order_by("-seq")[:200])
+    readable = auditview.readable_documents(request.user, rows)  # type: ignore[arg-type]
     actions = sorted(set(filtered_events().values_list("action", flat=True).distinct()[:200]))
     return page(request, membership, "console/audit.html", "audit", "Audit log",
-                {"rows": rows, "f": f, "actions": actions, "query": request.GET.urlencode()})  # fmt: skip
+                {"rows": [(r, auditview.summary(r, readable)) for r in rows], "f": f, "actions": actions,
+                 "categories": [(k, v[0]) for k, v in auditview.CATEGORIES.items()],
+                 "query": request.GET.urlencode()})  # fmt: skip
+
+
+@require_GET
+@admin_view
+def audit_detail(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    # By row id, not seq: every tenant has a #1, and another tenant's id must read as "not found".
+    row = get_object_or_404(AuditEvent, pk=pk)
+    readable = auditview.readable_documents(request.user, [row])  # type: ignore[arg-type]
+    return page(request, membership, "console/audit_detail.html", "audit", f"Audit record #{row.seq}",
+                {"row": row, "summary": auditview.summary(row, readable),
+                 "details": auditview.detail_rows(row, readable)})  # fmt: skip
 
 
 @require_GET
@@ -571,6 +605,8 @@ def feedback_queue(request: HttpRequest, membership: Membership) -> HttpResponse
         if fb.pk in hidden:
             fb.claim_text = HIDDEN if fb.claim_text else ""
             fb.comment = ""
+            # The question too, as the audit log shows it: a question can say what the document holds.
+            fb.question = f"sha256:{auditview.question_sha256(fb.question)[:16]}…"
     rows = [(fb, users.get(fb.user_id, f"user {fb.user_id}")) for fb in flags]
     return page(request, membership, "console/feedback.html", "feedback", "Feedback queue",
                 {"rows": rows, "verdict": verdict, "verdicts": Feedback.Verdict.values})  # fmt: skip
@@ -579,47 +615,9 @@ def feedback_queue(request: HttpRequest, membership: Membership) -> HttpResponse
 @require_GET
 @admin_view
 def quality(request: HttpRequest, membership: Membership) -> HttpResponse:
-    report: dict[str, Any] | None = None
-    markdown = ""
-    plots: list[str] = []
-    json_files: list[str] = []
-    if REPORTS_DIR.is_dir():
-        plots = sorted(p.name for p in REPORTS_DIR.glob("*.png"))
-        json_files = sorted(p.name for p in REPORTS_DIR.glob("*.json"))
-        md = sorted(REPORTS_DIR.glob("*.md"))
-        markdown = md[0].read_text(errors="replace")[:50_000] if md else ""
-        if json_files:
-            try:
-                report = json.loads((REPORTS_DIR / json_files[0]).read_text())
-            except (OSError, json.JSONDecodeError):
-                report = None
-    summary = _flatten_metrics(report) if isinstance(report, dict) else []
     return page(request, membership, "console/quality.html", "quality", "Answer quality",
-                {"plots": plots, "markdown": markdown, "summary": summary, "json_files": json_files})  # fmt: skip
-
-
-def _flatten_metrics(report: dict[str, Any], prefix: str = "", out: list[tuple[str, Any]] | None = None,
-                     depth: int = 0) -> list[tuple[str, Any]]:  # fmt: skip
-    out = [] if out is None else out
-    for key, value in report.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, (int, float, str, bool)) and len(out) < 80:
-            out.append((name, value))
-        elif isinstance(value, dict) and depth < 2:
-            _flatten_metrics(value, name + ".", out, depth + 1)
-    return out
-
-
-@require_GET
-@admin_view
-def quality_file(request: HttpRequest, membership: Membership, name: str) -> HttpResponse:
-    # Only plain file names inside reports/latest/ (no paths), only report file types.
-    if "/" in name or "\\" in name or name.startswith(".") or not name.endswith((".png", ".json", ".md")):
-        raise Http404
-    path = REPORTS_DIR / name
-    if not path.is_file():
-        raise Http404
-    return FileResponse(path.open("rb"), content_type=mimetypes.guess_type(name)[0] or "application/octet-stream")
+                {"tq": quality_figures.tenant_quality(request.user),  # type: ignore[arg-type]
+                 "evaluation": quality_figures.last_evaluation(REPORTS_DIR)})  # fmt: skip
 
 
 # --- platform operators --------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate, login, logout
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -21,7 +20,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from answers import engine
 from answers.query_parser import QueryError
-from retrieval.models import Document, IngestEvent, Source
+from connectors.progress import Progress, tenant_progress
+from retrieval.models import Document, Source
 from retrieval.permissions import PermissionContext, permission_context
 from tenants.access import portal_view
 from tenants.audit import Actor, do_record_audit_event
@@ -133,13 +133,10 @@ def logout_view(request: HttpRequest) -> HttpResponse:
     return redirect("login")
 
 
-def _index_status() -> dict[str, int]:
-    counts = IngestEvent.objects.aggregate(
-        pending=Count("pk", filter=Q(status=IngestEvent.Status.PENDING)),
-        done=Count("pk", filter=~Q(status=IngestEvent.Status.PENDING)),
-    )
-    counts["documents"] = Document.objects.filter(deleted=False).count()
-    return counts
+def _index_status() -> Progress:
+    # The same answer `bin/cairn run` prints from (connectors/progress.py): loading until no event
+    # waits and no sync run is active.
+    return tenant_progress()
 
 
 def _parse_date(value: str) -> date | None:

@@ -32,6 +32,23 @@ ACME_USERS = {  # user -> Confluence groups (as in the previous demo)
     "bob": ["all-staff", "operations", "hr"],
     "carol": ["all-staff"],
 }
+
+
+@dataclass(frozen=True)
+class DemoLogin:
+    username: str
+    password: str
+    tenant: str
+    sees: str
+
+
+# Cairn's demo logins; the demo source server accepts the same ones from a browser opening a citation.
+DEMO_LOGINS = [
+    DemoLogin("alice", "alice-demo", "acme", "everything, incl. supervisor and HR pages and the 10-Q library"),
+    DemoLogin("bob", "bob-demo", "acme", "wiki incl. operations; not supervisor pages, not the 10-Q library"),
+    DemoLogin("carol", "carol-demo", "acme", "general wiki pages and the 10-Q library"),
+    DemoLogin("mallory", "mallory-demo", "globex", "only the second tenant's pages"),
+]
 ACME_FINANCE = ["alice", "carol"]  # AAD group "finance"
 FIRST_SECTIONS = ("getting-started", "travel-and-leave")
 RESTRICTED = {  # section -> (section page restriction group, per-page restriction group or None)
@@ -332,7 +349,7 @@ GRAPH_USERS: list[dict[str, Any]] = [
 
 
 def graph_items(ex: Exports) -> list[dict[str, Any]]:
-    web = "https://acme.sharepoint.example/sites/finance"
+    web = f"{ex.base_url}/sites/finance"
     rows: list[dict[str, Any]] = [{"id": "root", "name": "root", "root": {}, "folder": {"childCount": len(ex.pdfs)},
                                    "webUrl": f"{web}/Shared%20Documents"}]  # fmt: skip
     for item_id, path in ex.pdfs.items():
@@ -348,7 +365,7 @@ def graph_items(ex: Exports) -> list[dict[str, Any]]:
 
 def graph_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int, dict[str, str], Any]:
     rel = path.removeprefix("/v1.0/")
-    web = "https://acme.sharepoint.example/sites/finance"
+    web = f"{ex.base_url}/sites/finance"
     if re.fullmatch(r"sites/[^/]+", rel):
         return 200, {}, {"id": SITE_ID, "name": "finance", "displayName": "Finance", "webUrl": web}
     if re.fullmatch(r"sites/[^/]+/drives", rel):
@@ -378,3 +395,35 @@ def graph_json(ex: Exports, path: str, query: dict[str, str]) -> tuple[int, dict
         members = [u for u in GRAPH_USERS if m.group(1) == "g-finance" and u["id"][4:] in ACME_FINANCE]
         return 200, {}, {"value": members}
     return 404, {}, {"error": {"code": "itemNotFound", "message": rel}}
+
+
+# ------------------------------------------------------------------ pages for a person's browser
+
+
+def may_read_page(ex: Exports, user: str, page: Page) -> bool:
+    """Confluence's read rule for the demo: the space grant, then every restriction on the page's path."""
+    if page.space == "GLOBEX":
+        return True  # anonymous read, like the second tenant's site
+    groups = set(ACME_USERS.get(user, []))
+    if "all-staff" not in groups:
+        return False
+    node: Page | None = page
+    while node is not None:
+        if node.restrict_group and node.restrict_group not in groups:
+            return False
+        node = ex.pages.get(node.parent) if node.parent else None
+    return True
+
+
+def page_html(ex: Exports, page: Page) -> bytes:
+    """A readable page, as Confluence shows it: the title, the space, the last edit and the body."""
+    title = html.escape(page.title)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{title} · {html.escape(page.space)} · demo Confluence</title>"
+        "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}"
+        "header{color:#555;font-size:.9rem;border-bottom:1px solid #ddd;margin-bottom:1rem}</style></head><body>"
+        f"<header>Demo Confluence · space {html.escape(page.space)} · last updated {html.escape(page.when[:10])}"
+        "</header>"
+        f"<h1>{title}</h1><main>{page.body}</main></body></html>"
+    ).encode()

@@ -27,6 +27,7 @@ from connectors.actions import do_create_connector_instance, do_request_sync, do
 from connectors.demo.exports import (
     CONFLUENCE_EMAIL,
     CONFLUENCE_TOKEN,
+    DEMO_LOGINS,
     GRAPH_CLIENT_ID,
     GRAPH_CLIENT_SECRET,
     GRAPH_TENANT,
@@ -42,22 +43,6 @@ from tenants.models import Tenant
 FIRST_SECTIONS = ("getting-started", "travel-and-leave")
 WIKI_BASE = "https://handbook.acme.example/"
 FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
-
-
-@dataclass(frozen=True)
-class DemoLogin:
-    username: str
-    password: str
-    tenant: str
-    sees: str
-
-
-DEMO_LOGINS = [
-    DemoLogin("alice", "alice-demo", "acme", "everything, incl. supervisor and HR pages and the 10-Q library"),
-    DemoLogin("bob", "bob-demo", "acme", "wiki incl. operations; not supervisor pages, not the 10-Q library"),
-    DemoLogin("carol", "carol-demo", "acme", "general wiki pages and the 10-Q library"),
-    DemoLogin("mallory", "mallory-demo", "globex", "only the second tenant's pages"),
-]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import base64
 import datetime as dt
 import ipaddress
 import json
+import re
 import signal
 import ssl
 import sys
@@ -23,8 +24,10 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from connectors.demo.exports import (
+    ACME_FINANCE,
     CONFLUENCE_EMAIL,
     CONFLUENCE_TOKEN,
+    DEMO_LOGINS,
     GRAPH_CLIENT_ID,
     GRAPH_CLIENT_SECRET,
     GRAPH_TENANT,
@@ -32,9 +35,16 @@ from connectors.demo.exports import (
     build_exports,
     confluence_json,
     graph_json,
+    may_read_page,
+    page_html,
 )
 
 TOKEN = "demo-graph-access-token"
+# A citation link opens here in a person's browser: it signs in with a Cairn demo login (HTTP Basic, the
+# browser asks once) and sees the page only if that person may read it at the "source".
+BROWSER_LOGINS = {f"Basic {base64.b64encode(f'{d.username}:{d.password}'.encode()).decode()}": d.username
+                  for d in DEMO_LOGINS}  # fmt: skip
+PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
 
 
 def ensure_certificate(directory: Path) -> tuple[Path, Path]:
@@ -113,9 +123,51 @@ class DemoSources:
                 parts = urlsplit(self.path)
                 return unquote(parts.path), {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
 
+            def _browser_user(self) -> str | None:
+                user = BROWSER_LOGINS.get(self.headers.get("Authorization") or "")
+                if user is None:
+                    self._reply(401, b"Sign in with your Cairn demo login (e.g. alice / alice-demo).",
+                                {"WWW-Authenticate": 'Basic realm="Cairn demo sources", charset="UTF-8"',
+                                 "Content-Type": "text/plain; charset=utf-8"})  # fmt: skip
+                return user
+
+            def _browser_page(self, page_id: str) -> None:
+                page = demo.exports.pages.get(page_id)
+                if page is None:
+                    return self._reply(404, b"No such page.", {"Content-Type": "text/plain; charset=utf-8"})
+                user = self._browser_user()
+                if user is None:
+                    return None
+                if not may_read_page(demo.exports, user, page):
+                    return self._reply(403, f"{user} may not read this page.".encode(),
+                                       {"Content-Type": "text/plain; charset=utf-8"})  # fmt: skip
+                return self._reply(200, page_html(demo.exports, page),
+                                   {"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": PAGE_CSP,
+                                    "X-Content-Type-Options": "nosniff"})  # fmt: skip
+
+            def _browser_file(self, name: str) -> None:
+                item = next((p for p in demo.exports.pdfs.values() if p.name == name), None)
+                if item is None:
+                    return self._reply(404, b"No such document.", {"Content-Type": "text/plain; charset=utf-8"})
+                user = self._browser_user()
+                if user is None:
+                    return None
+                if user not in ACME_FINANCE:
+                    return self._reply(403, f"{user} may not read this document.".encode(),
+                                       {"Content-Type": "text/plain; charset=utf-8"})  # fmt: skip
+                return self._reply(200, item.read_bytes(), {"Content-Type": "application/pdf",
+                                                            "Content-Disposition": "inline",
+                                                            "X-Content-Type-Options": "nosniff"})  # fmt: skip
+
             def do_GET(self) -> None:  # noqa: N802 - http.server API
                 path, query = self._query()
                 ex = demo.exports
+                # The pages people open (Confluence's webui links, SharePoint's webUrl), before the API routes.
+                m = re.fullmatch(r"/wiki/spaces/[^/]+/pages/(\d+)(?:/.*)?", path)
+                if m:
+                    return self._browser_page(m.group(1))
+                if path.startswith("/sites/finance/Shared Documents/"):
+                    return self._browser_file(path.removeprefix("/sites/finance/Shared Documents/"))
                 if path.startswith("/wiki/"):
                     if self.headers.get("Authorization") != basic:
                         return self._reply(401, {"message": "Unauthorized"})

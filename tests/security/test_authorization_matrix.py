@@ -99,9 +99,9 @@ MATRIX: dict[str, Route] = {
     "console-viewas": Route("console", path=_p("console/view-as/")),
     "console-audit": Route("console", path=_p("console/audit/")),
     "console-audit-export": Route("console", path=_p("console/audit/export.csv")),
+    "console-audit-detail": Route("console", path=_p("console/audit/{audit}/")),
     "console-feedback": Route("console", path=_p("console/feedback/")),
     "console-quality": Route("console", path=_p("console/quality/")),
-    "console-quality-file": Route("console", path=_p("console/quality/files/nothing-here.json")),
     "console-platform": Route("operator", path=_p("console/platform/")),
     "api-docs": Route("portal", path=_p("api/v1/docs")),
     "portal-tokens": Route("portal", path=_p("tokens/")),
@@ -131,7 +131,7 @@ SCIM_ID_ROUTES = {"scim-user", "scim-group"}
 ID_ROUTES = {"api-admin-alias", "api-connector", "api-connector-status", "api-connector-test", "api-connector-sync",
              "api-connector-pause", "api-connector-resume", "api-connector-webhook", "api-connector-subscriptions",
              "console-connector",
-             "console-connector-progress", "console-group"}  # fmt: skip
+             "console-connector-progress", "console-group", "console-audit-detail"}  # fmt: skip
 
 
 def test_every_url_the_project_serves_is_in_the_matrix() -> None:
@@ -169,6 +169,9 @@ def world(cast):
     with tenant_context(cast.tenant_a.pk):
         do_set_group_members("confluence:group:matrix", ["confluence:user:x"], display_name=f"group {MARKER}")
         group_id = Group.objects.get(principal="confluence:group:matrix").pk
+        from tenants.models import AuditEvent
+
+        audit_id = AuditEvent.objects.order_by("-seq").values_list("pk", flat=True).first()
     from tenants.tokens import do_create_scim_token
 
     scim_tokens = {}
@@ -193,6 +196,7 @@ def world(cast):
         "alias": alias.json().get("id"),
         "connector": connector_id,
         "group": group_id,
+        "audit": audit_id,
         "hook": str(uuid.uuid4()),  # an unknown hook: hooks authenticate by secret, see the hook tests
         "hook_info": hook,
     }
@@ -325,8 +329,6 @@ def test_each_url_denies_and_allows_the_right_principals(world, name) -> None:
         alice = call(session_client(cast.alice), route, ids)
         if route.kind == "operator":
             assert alice.status_code == 403, name
-        elif name == "console-quality-file":
-            assert alice.status_code == 404
         else:
             assert alice.status_code == 200, name
         assert counts(cast.tenant_a.pk) == before, f"{name}: a denied request changed tenant A"
