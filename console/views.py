@@ -8,7 +8,6 @@ runs through ``admin_view`` (session -> membership -> admin role ->
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, time
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone

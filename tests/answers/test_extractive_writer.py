@@ -353,6 +353,7 @@ def test_a_later_cell_keeps_the_row_label_and_cites_the_whole_row() -> None:
 
 def test_a_table_row_stays_whole_without_a_resolved_period_or_with_no_single_matching_cell() -> None:
     assert row_claim("What was NVIDIA's revenue?", ())[0] == REVENUE_ROW
-    assert row_claim("revenue in the quarter ended July 30, 2023 and a year earlier", ("2023-07-30", "2022-07-31"))[
-        0
-    ] == REVENUE_ROW
+    assert (
+        row_claim("revenue in the quarter ended July 30, 2023 and a year earlier", ("2023-07-30", "2022-07-31"))[0]
+        == REVENUE_ROW
+    )
