@@ -45,9 +45,15 @@ def _columns(header: Sequence[str]) -> list[str]:
     rest = _GROUP.sub(" ", joined)
     days = _MONTH_DAY.findall(rest)
     years = _YEAR.findall(_MONTH_DAY.sub(" ", rest))
-    if len(days) < 2 or len(days) != len(years):
+    if len(days) >= 2 and len(days) == len(years):
+        dates = [f"{month} {day}, {year}" for (month, day), year in zip(days, years, strict=True)]
+    elif days and len(years) >= 2 and len(years) % len(days) == 0 and (not groups or len(days) in (1, len(groups))):
+        # One date per group with the years after it (Amazon, Microsoft): "Three Months Ended March 31,
+        # 2022 2023" or "Three Months Ended June 30, Six Months Ended June 30, 2022 2023 2022 2023".
+        per_day = len(years) // len(days)
+        dates = [f"{days[i // per_day][0]} {days[i // per_day][1]}, {y}" for i, y in enumerate(years)]
+    else:
         return []
-    dates = [f"{month} {day}, {year}" for (month, day), year in zip(days, years, strict=True)]
     if groups:
         if len(dates) % len(groups):
             return []

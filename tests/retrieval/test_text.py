@@ -544,3 +544,24 @@ def test_a_file_without_an_extractor_is_described_by_its_metadata() -> None:
     ]  # fmt: skip
     assert not text_module.has_extractor("application/zip")
     assert text_module.has_extractor("text/csv")
+
+
+def test_it_labels_the_rows_of_a_statement_whose_header_names_one_date_and_then_the_years() -> None:
+    # Amazon's and Microsoft's 10-Qs print the month and day once per group, then the years.
+    quarter = ["(in millions, except per share data)", "Three Months Ended", "March 31,", "2022 2023",
+               "Total net sales 116,444 127,358"]  # fmt: skip
+    assert table_statements(quarter)[-1] == (
+        "Total net sales: $116,444 million, three months ended March 31, 2022; $127,358 million, three months "
+        "ended March 31, 2023."
+    )
+    half = ["(in millions)", "Three Months Ended June 30, Six Months Ended June 30,", "2022 2023 2022 2023",
+            "Net income 2,028 6,750 (1,816) 9,922"]  # fmt: skip
+    assert table_statements(half)[-1] == (
+        "Net income: $2,028 million, three months ended June 30, 2022; $6,750 million, three months ended "
+        "June 30, 2023; -$1,816 million, six months ended June 30, 2022; $9,922 million, six months ended "
+        "June 30, 2023."
+    )
+    single = ["(In millions)", "Three Months Ended September 30, 2022 2021", "Net income $ 17,556 $ 20,505"]
+    assert table_statements(single)[-1].startswith(
+        "Net income: $17,556 million, three months ended September 30, 2022;"
+    )
