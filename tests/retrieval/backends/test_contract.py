@@ -14,7 +14,7 @@ from typing import Any
 from core.backends import embedder, index_backend
 from retrieval.actions import do_enqueue_acl_update, do_enqueue_delete
 from retrieval.backends.base import LegResult, SearchFilters
-from retrieval.models import Chunk
+from retrieval.models import Chunk, Document
 from retrieval.permissions import permission_context
 from retrieval.search import hybrid_search
 from tenants.context import tenant_context
@@ -91,6 +91,10 @@ def test_it_applies_every_filter_inside_the_leg(backend, cast) -> None:
     assert q(max_authority_tier=0) == {"w-hr-mar"}
     assert q(phrases=("duty manager",)) == {"w-ops-mar"}
     assert q(exclude_terms=("payroll",)) == {"w-eng-jan", "w-ops-mar", "s-general"}
+    with tenant_context(cast.tenant_a.pk):
+        ids = dict(Document.objects.filter(external_id__in=["w-ops-mar", "s-general"]).values_list("external_id", "pk"))
+    assert q(document_ids=(ids["w-ops-mar"], ids["s-general"])) == {"w-ops-mar", "s-general"}
+    assert q(document_ids=(ids["w-ops-mar"],), sources=("slack",)) == set()
 
 
 def test_it_returns_only_readable_chunks_and_nothing_for_an_empty_permission_set(backend, cast) -> None:
