@@ -45,6 +45,13 @@ FILINGS = {
     "2023 Q3 NVDA": cover("NVIDIA CORPORATION", "NVDA", "October 29, 2023",
                           "Revenue for the third quarter of fiscal year 2024 was $18,120 million, up 206% from a "
                           "year ago. Sales to one customer represented 13% of total revenue."),
+    # A long filing whose statement row sits after pages of prose that repeat the question's words.
+    "2023 Q2 AMZN": cover("AMAZON.COM, INC.", "AMZN", "June 30, 2023", "\n\n".join(
+        [f"Amazon discusses revenue recognition policy number {i} for the quarter in general terms here." for i in range(60)]
+        + ["Total net sales: $121,234 million, three months ended June 30, 2022; $134,383 million, three months "
+           "ended June 30, 2023; $237,684 million, six months ended June 30, 2022; $261,741 million, six months "
+           "ended June 30, 2023."]
+    )),
 }  # fmt: skip
 HANDBOOK = {
     "equipment": ("Equipment", "All TTS employees are issued an Apple iPhone. Laptops are issued by IT."),
@@ -136,6 +143,18 @@ def test_a_named_quarter_is_the_period_the_filing_describes_not_a_window_on_upda
         assert "94,836" in claims(body)
         assert body["plan"]["filters"]["after"] is None and body["plan"]["filters"]["before"] is None
         assert body["plan"]["time_applied"] == ["content period: Apple Q2 FY2023 (quarter ended 2023-04-01)"]
+
+
+def test_a_statement_row_deep_in_a_long_filing_answers_with_only_the_cell_of_the_quarter_asked(acme) -> None:
+    body = ask(acme["token"], "What were Amazon's total net sales in the quarter ended June 30, 2023?")
+
+    assert body["answer"]["abstention"] is None, body["answer"]
+    assert cited_titles(body) == {"2023 Q2 AMZN.pdf"}
+    assert "Total net sales: $134,383 million, three months ended June 30, 2023" in [
+        c["text"] for c in body["answer"]["claims"]
+    ]
+    assert "121,234" not in claims(body) and "261,741" not in claims(body)  # the other periods' cells
+    assert body["trace"]["scope"]["focused_search"]["chunks"] > 0
 
 
 def test_a_follow_up_about_the_previous_quarter_counts_back_from_the_period_the_first_turn_used(acme) -> None:
