@@ -48,6 +48,8 @@ __all__ = [
 
 _COMPARE_RE = re.compile(r"\b(?:compare[sd]?|comparison|versus|vs\.?|change[sd]?|differ\w*|grow\w*|grew)\b", re.I)
 _POSSESSIVE_RE = re.compile(r"\b([A-Z][A-Za-z0-9&.\-]{1,40})['\u2019]s\b")
+# An acronym the question turns on ("What does EMPMO stand for?"): three or more capitals.
+_ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z&]{2,9})(?![\w-])")
 
 
 @dataclass
@@ -231,9 +233,17 @@ def bind_chunks(chunks: Sequence[Any], scope: Scope, about_entities: set[str]) -
 
 
 def unknown_entities(parsed: ParsedQuery, texts: Iterable[str]) -> list[str]:
-    """Possessive proper names ("Foobarco's") that are no known entity and that no retrieved text mentions."""
+    """Possessive proper names ("Foobarco's") and acronyms ("EMPMO") that are no known entity and that no
+    retrieved text mentions.
+
+    A reader who may not read the only page about the EMPMO gets "no readable source mentions EMPMO"
+    rather than sentences that share a word with the question ("lack of standing").
+    """
     known = {s.casefold() for s, _c in parsed.entities} | {c.casefold() for _s, c in parsed.entities}
     names = [m.group(1) for m in _POSSESSIVE_RE.finditer(parsed.text)]
+    words = parsed.text.split()
+    if sum(1 for w in words if w.isupper()) * 2 < len(words):  # a question typed in capitals has no acronyms
+        names += [m.group(1) for m in _ACRONYM_RE.finditer(parsed.text) if m.group(1) not in names]
     names = [n for n in names if n.casefold() not in known and entity_by_name(n) is None]
     if not names:
         return []

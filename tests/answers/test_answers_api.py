@@ -50,7 +50,7 @@ def test_it_abstains_with_a_reason_and_a_result_list_when_nothing_readable_match
     body = r.json()
     assert r.status_code == 200
     assert body["answer"]["claims"] == []
-    assert body["answer"]["abstention"]["reason"] in {"no_evidence", "weak_evidence"}
+    assert body["answer"]["abstention"]["reason"] in {"no_evidence", "weak_evidence", "unknown_entity"}
     assert "WireGuard" not in r.content.decode()
     assert isinstance(body["results"], list)
 

@@ -217,6 +217,7 @@ def test_claims_that_fail_the_relevance_check_are_dropped_with_their_reason_in_t
     "question,reason",
     [
         ("What was Foobarco's revenue in the latest quarter?", "unknown_entity"),
+        ("What does the ZQXW office do?", "unknown_entity"),
         ("What was Intel's revenue in the latest quarter?", "entity_not_found"),
         ("What was Apple's revenue in Q1 2019?", "no_documents_for_period"),
         ("What were Apple's net sales in fiscal 2031?", "no_documents_for_period"),
