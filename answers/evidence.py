@@ -222,37 +222,40 @@ def build_evidence(
     idf = {t: math.log(1.0 + max(n, 1) / (df[t] if df[t] else 0.5)) for t in q_terms}
     total = sum(idf.values()) or 1.0
     kind = answer_type(plan.parsed.original)
-    sims: dict[int, float] = {}
-    if similarity is not None:
-        flat = [sent for sents in sentences.values() for sent in sents if not sent.instruction]
-        query = f"{plan.parsed.text or plan.parsed.original} {extra_query}".strip()
-        if flat:
-            # Prefixed with the page title: "Paid parental leave: You are entitled to 12 weeks ..."
-            texts = [f"{sent.chunk.title}: {sent.chunk.text[sent.start : sent.end]}" for sent in flat]
-            scores = similarity(query, texts)
-            sims = {id(sent): max(0.0, float(v)) for sent, v in zip(flat, scores, strict=True)}
     context_terms: dict[int, frozenset[str]] = {}
     for sents in sentences.values():
         for sent in sents:
             key = id(sent.chunk)
             if key not in context_terms:
                 context_terms[key] = frozenset(content_stems(f"{sent.chunk.title} {sent.chunk.heading}"))
+    q_set = set(q_terms)
+    lexical: dict[int, float] = {}
     for sents in sentences.values():
         for sent in sents:
-            if sent.instruction:
-                sent.score = 0.0
+            # The title alone does not make a sentence about the question: no shared term, no score.
+            if sent.instruction or not sent.terms & q_set:
                 continue
             around = context_terms[id(sent.chunk)]
-            score = (
+            lexical[id(sent)] = (
                 sum(idf[t] * (1.0 if t in sent.terms else TITLE_TERM_WEIGHT if t in around else 0.0) for t in q_terms)
                 / total
             )
-            if not sent.terms & set(q_terms):
-                score = 0.0  # the title alone does not make a sentence about the question
+    sims: dict[int, float] = {}
+    if similarity is not None:
+        # Meaning only reorders sentences that share a term with the question, so only those are embedded:
+        # a sentence with no term in common stays at 0 and the passage rules below (anchors, joins) hold.
+        flat = [sent for sents in sentences.values() for sent in sents if id(sent) in lexical]
+        query = f"{plan.parsed.text or plan.parsed.original} {extra_query}".strip()
+        if flat:
+            # Prefixed with the page title: "Paid parental leave: You are entitled to 12 weeks ..."
+            texts = [f"{sent.chunk.title}: {sent.chunk.text[sent.start : sent.end]}" for sent in flat]
+            scores = similarity(query, texts)
+            sims = {id(sent): max(0.0, float(v)) for sent, v in zip(flat, scores, strict=True)}
+    for sents in sentences.values():
+        for sent in sents:
+            score = lexical.get(id(sent), 0.0)
             raw = sent.chunk.text[sent.start : sent.end]
             if score > 0 and id(sent) in sims:
-                # Meaning only reorders sentences that share a term with the question: a sentence with
-                # no term in common stays at 0, so the passage rules below (anchors, joins) hold.
                 score = (1.0 - SIMILARITY_WEIGHT) * score + SIMILARITY_WEIGHT * sims[id(sent)]
             if score > 0:
                 # The answer type only breaks ties between sentences that are about the question.
