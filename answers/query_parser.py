@@ -701,6 +701,7 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
     named_afters: list[date] = []
     named_befores: list[date] = []
     relative: list[tuple[date | None, date | None]] = []
+    whole: list[tuple[date, date]] = []
     for m in scan.time_matches:
         try:
             after, before = _resolve_time(m, today)
@@ -710,6 +711,8 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
             raise QueryError("invalid_date", f"{m.group()!r} does not resolve to a date") from None
         if m.group("rolling") or m.group("cal") or m.group("day"):
             relative.append((after, before))
+        elif after and before:
+            whole.append((after, before))
         else:
             if after:
                 named_afters.append(after)
@@ -718,6 +721,11 @@ def _time_scope(scan: _Scan, as_of: datetime) -> TimeScope | None:
         labels.append((m.start(), re.sub(r"\s+", " ", m.group())))
     if not labels:
         return None
+    if whole:
+        # Two whole periods ("in Q2 2023, and how much was it down from Q2 2022") are a comparison, not a
+        # contradiction: their span.  One whole period still meets one-sided words ("in 2023 since 2024").
+        named_afters.append(min(a for a, _ in whole))
+        named_befores.append(max(b for _, b in whole))
     label = ", ".join(text for _, text in sorted(labels))
 
     def empty(a: list[date], b: list[date]) -> bool:

@@ -573,6 +573,12 @@ def test_bad_input_raises_query_error_with_a_stable_code(raw: str, code: str) ->
     assert isinstance(excinfo.value, ValueError)
 
 
+def test_two_named_periods_are_a_comparison_not_a_contradiction() -> None:
+    parsed = parse("What was Intel's total revenue in Q2 2023, and how much was it down from Q2 2022?")
+    assert [p.label for p in parsed.periods] == ["Q2 2023", "Q2 2022"]
+    assert parsed.time_filter is None  # time words never filter on updated dates
+
+
 def test_a_query_of_exactly_the_maximum_length_is_accepted() -> None:
     assert len(parse("x" * 1000).text) == 1000
 
