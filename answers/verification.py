@@ -149,6 +149,25 @@ def attribute_terms(plan: QueryPlan) -> frozenset[str]:
     return frozenset(w for w in words if not is_number(w))
 
 
+_NAMED_VERSION_RE = re.compile(r"\b([A-Z][A-Za-z]*[A-Za-z])\s+v?(\d{1,3}(?:\.\d+){0,2})(?![\d.,]|\s*(?:%|percent))")
+_NOT_A_PRODUCT = frozenset(
+    "january february march april may june july august september october november december jan feb mar apr jun "
+    "jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday q fy form item part "
+    "note section page step chapter table figure top".split()
+)
+
+
+def named_versions(text: str) -> list[tuple[str, str]]:
+    """Product + version pairs a question names ("ExampleDB 12", "Foo 3.2"); not dates, quarters or sections."""
+    out = []
+    for m in _NAMED_VERSION_RE.finditer(text):
+        name, number = m.group(1), m.group(2)
+        if name.lower() in _NOT_A_PRODUCT:
+            continue
+        out.append((name, number))
+    return out
+
+
 def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str]], plan: QueryPlan) -> list[str]:
     """Why a claim does not answer *this* question (empty when it does).
 
@@ -156,7 +175,9 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     ``wrong_period:<id>`` (a filing about another period than the one resolved),
     ``product_not_mentioned:<name>``, ``attribute_not_addressed`` (none of the asked attribute's
     words, or their usual synonyms, in the claim, its quotes or the source title),
-    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing).
+    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing),
+    ``version_not_mentioned:<name> <n>`` (the question names a version that neither the claim, its
+    quotes nor the source's title or version label mention).
     """
 
     reasons: list[str] = []
@@ -186,6 +207,11 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         if covered / len(asked) < MIN_ATTRIBUTE_COVERAGE:
             reasons.append("attribute_not_addressed")
+    titles = " ".join(f"{ev.title} {ev.version_label}" for ev, _q in cited)
+    for name, number in named_versions(plan.parsed.text or plan.original):
+        # "the default in ExampleDB 12": a source about ExampleDB 17 does not answer it.
+        if not re.search(rf"\b{re.escape(name)}\s*v?{re.escape(number)}(?![\d.])", f"{said} {titles}", re.I):
+            reasons.append(f"version_not_mentioned:{name} {number}")
     if _LEGALESE_RE.search(claim_text):
         # Cross-references and forward-looking-statement legalese share words with many
         # questions and answer none of them.
