@@ -149,7 +149,7 @@ def attribute_terms(plan: QueryPlan) -> frozenset[str]:
     return frozenset(w for w in words if not is_number(w))
 
 
-_NAMED_VERSION_RE = re.compile(r"\b([A-Z][A-Za-z]*[A-Za-z])\s+v?(\d{1,3}(?:\.\d+){0,2})(?![\d.,]|\s*(?:%|percent))")
+_NAMED_VERSION_RE = re.compile(r"\b([A-Z][A-Za-z]*[A-Za-z])\s+v?(\d{1,3}(?:\.\d+){0,2})(?!\d|[.,]\d|\s*(?:%|percent))")
 _NOT_A_PRODUCT = frozenset(
     "january february march april may june july august september october november december jan feb mar apr jun "
     "jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday q fy form item part "
@@ -210,7 +210,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     titles = " ".join(f"{ev.title} {ev.version_label}" for ev, _q in cited)
     for name, number in named_versions(plan.parsed.text or plan.original):
         # "the default in ExampleDB 12": a source about ExampleDB 17 does not answer it.
-        if not re.search(rf"\b{re.escape(name)}\s*v?{re.escape(number)}(?![\d.])", f"{said} {titles}", re.I):
+        if not re.search(rf"\b{re.escape(name)}\s*v?{re.escape(number)}(?!\d|\.\d)", f"{said} {titles}", re.I):
             reasons.append(f"version_not_mentioned:{name} {number}")
     if _LEGALESE_RE.search(claim_text):
         # Cross-references and forward-looking-statement legalese share words with many

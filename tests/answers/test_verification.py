@@ -417,3 +417,20 @@ def test_a_period_or_a_time_of_day_answers_a_when_question() -> None:
                    "Reviews happen every spring.", "The deadline is March 15."):  # fmt: skip
         assert _HAS_DATE_RE.search(answer), answer
     assert not _HAS_DATE_RE.search("Bluebird is the merger code name.")
+
+
+# --------------------------------------------------------------------------- versions the question names
+
+
+def test_a_claim_about_another_version_than_the_one_asked_does_not_answer() -> None:
+    ev = make_evidence("R18", "The subscription option lr_example_parallel_apply now defaults to on in ExampleDB 18.")
+    c = claim(ev.text, ("R18", ev.text))
+    asked_12 = verify_claim(c, {"R18": ev}, make_plan("What is the default of lr_example_parallel_apply in ExampleDB 12?"),
+                            authorised_ids={"R18"})  # fmt: skip
+    assert not asked_12.relevant and "not_relevant:version_not_mentioned:ExampleDB 12" in asked_12.reasons
+    asked_18 = verify_claim(c, {"R18": ev}, make_plan("What is the default of lr_example_parallel_apply in ExampleDB 18?"),
+                            authorised_ids={"R18"})  # fmt: skip
+    assert asked_18.relevant, asked_18.reasons
+    # Dates, quarters and sections are not versions.
+    dated = verify_claim(c, {"R18": ev}, make_plan("What changed on July 1, 2023 in Q2 2023?"), authorised_ids={"R18"})
+    assert not any("version_not_mentioned" in r for r in dated.reasons)
