@@ -80,6 +80,36 @@ def pct(xs: list[float], p: float) -> float | None:
     return round(s[lo] + (s[hi] - s[lo]) * (k - lo), 4)
 
 
+# ------------------------------------------------------------------ generated source content (--items)
+
+WORDS = (
+    "budget forecast roadmap incident review onboarding release migration quarterly policy vendor "
+    "contract invoice latency outage rollout hiring security audit design spec backlog sprint retro "
+    "customer renewal pricing launch training compliance storage network database cache deploy"
+).split()
+
+
+def generated_text(rng: Any, k: int, words: int = 14) -> str:
+    """A short deterministic text (one chunk) for the ``k``-th generated item."""
+    return f"Item {k}: " + " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+
+def acl_kind(rng: Any) -> str:
+    """The realistic mix of a generated item's permission: 55 % open, 30 % a group, 15 % named users."""
+    x = rng.random()
+    return "open" if x < 0.55 else "group" if x < 0.85 else "users"
+
+
+def timed_syncs(people: People, instance: Any, modes: tuple[str, ...]) -> dict[str, float]:
+    """Like ``request_syncs``, with each mode's wall time (request until done and drained)."""
+    out: dict[str, float] = {}
+    for mode in modes:
+        t0 = time.perf_counter()
+        request_syncs(people, instance, (mode,), timeout=4 * 3600)
+        out[f"{mode}_sync_s"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
 # ------------------------------------------------------------------ processes
 
 
@@ -211,14 +241,14 @@ def wait_for_syncs(people: People, instance: Any, modes: tuple[str, ...], timeou
     raise TimeoutError(f"{instance.kind} syncs {modes} not done within {timeout:.0f} s")
 
 
-def request_syncs(people: People, instance: Any, modes: tuple[str, ...]) -> None:
+def request_syncs(people: People, instance: Any, modes: tuple[str, ...], timeout: float = 600) -> None:
     from connectors.actions import do_request_sync
     from tenants.context import tenant_context
 
     for mode in modes:
         with tenant_context(people.tenant_id):
             do_request_sync(instance, mode)
-        wait_for_syncs(people, instance, (mode,))
+        wait_for_syncs(people, instance, (mode,), timeout=timeout)
 
 
 def document(people: People, instance: Any, external_id: str) -> Any:
@@ -236,11 +266,15 @@ Samples = dict[str, list[float]]
 
 
 @contextmanager
-def confluence_source(people: People, api: Api, work: Path) -> Iterator[Callable[[int, Samples, float, float], None]]:
+def confluence_source(
+    people: People, api: Api, work: Path, *, items: int = 0, seed: int = 15, report: dict[str, Any] | None = None
+) -> Iterator[Callable[[int, Samples, float, float], None]]:
     import copy
+    import random
 
     from core.crypto import decrypt_text
     from tenants.context import tenant_context
+    from tests.connectors.confluence.fake_confluence import TOKEN as CONFLUENCE_TOKEN
     from tests.connectors.confluence.fake_confluence import FakeConfluence
     from tests.connectors.confluence.helpers import ALICE, BOB, CAROL
     from tests.connectors.integration.helpers import make_instance, map_identities, tiny_docx, tiny_pdf
@@ -248,17 +282,21 @@ def confluence_source(people: People, api: Api, work: Path) -> Iterator[Callable
     site = FakeConfluence()
     site.blobs["/wiki/download/attachments/101/runbook.pdf"] = tiny_pdf("Runbook for the on-call rotation")
     site.blobs["/wiki/download/attachments/106/notes.docx"] = tiny_docx("Bob private notes on the quarterly review")
+    report = {} if report is None else report
+    if items:
+        report.update(seed_confluence(site, items, random.Random(seed)))
     site.start()
     try:
         instance = make_instance(people.tenant_id, "confluence", f"wiki-{uuid.uuid4().hex[:6]}",
-                                 {"site_url": site.url, "page_size": 25},
-                                 {"email": "svc@acme.example", "api_token": "tok-123"})  # fmt: skip
+                                 # --items: the connector's default page size (100), not 25.
+                                 {"site_url": site.url, "page_size": 100 if items else 25},
+                                 {"email": "svc@acme.example", "api_token": CONFLUENCE_TOKEN})  # fmt: skip
         map_identities(people.tenant_id, {ALICE: people.users["alice"], BOB: people.users["bob"],
                                           CAROL: people.users["carol"]})  # fmt: skip
         with tenant_context(people.tenant_id):
             secret = decrypt_text(instance.webhook_secret_encrypted)
-        request_syncs(people, instance, ("permission", "full"))
-        log("confluence: initial permission + full sync done (worker)")
+        report.update(timed_syncs(people, instance, ("permission", "full")))
+        log(f"confluence: initial permission + full sync done (worker): {report}")
         alice_account = ALICE.split(":", 2)[2]
 
         def add_page(page_id: str, title: str, text: str) -> None:
@@ -317,8 +355,18 @@ def confluence_source(people: People, api: Api, work: Path) -> Iterator[Callable
 
 @contextmanager
 def sharepoint_source(
-    people: People, api: Api, work: Path, *, identical: bool = False, revocation: str = "delta"
+    people: People,
+    api: Api,
+    work: Path,
+    *,
+    identical: bool = False,
+    revocation: str = "delta",
+    items: int = 0,
+    seed: int = 15,
+    report: dict[str, Any] | None = None,
 ) -> Iterator[Callable[[int, Samples, float, float], None]]:
+    import random
+
     from core.crypto import decrypt_text
     from tenants.context import tenant_context
     from tests.connectors.integration.helpers import make_instance, map_identities, tiny_pdf
@@ -338,10 +386,13 @@ def sharepoint_source(
     graph = FakeGraph(*cert)
     graph.register_certificate(app_pem)
     # As in the end-to-end test: fixture file bodies are placeholders; give the pipeline real bytes.
-    items = {i["id"]: i for i in graph.site["drive_items"][docs]}
-    items["i-handbook"]["content"] = tiny_pdf("Employee handbook for the finance team").decode("ascii")
-    items["i-budget"]["file"] = {"mimeType": "text/plain"}
-    items["i-notes"]["file"] = {"mimeType": "text/plain"}
+    fixture_items = {i["id"]: i for i in graph.site["drive_items"][docs]}
+    fixture_items["i-handbook"]["content"] = tiny_pdf("Employee handbook for the finance team").decode("ascii")
+    fixture_items["i-budget"]["file"] = {"mimeType": "text/plain"}
+    fixture_items["i-notes"]["file"] = {"mimeType": "text/plain"}
+    report = {} if report is None else report
+    if items:
+        report.update(seed_sharepoint(graph, docs, items, random.Random(seed)))
     graph.start()
     try:
         instance = make_instance(
@@ -357,8 +408,8 @@ def sharepoint_source(
                                           "entra:user:u-gail": people.users["gail"]})  # fmt: skip
         with tenant_context(people.tenant_id):
             secret = decrypt_text(instance.webhook_secret_encrypted)
-        request_syncs(people, instance, ("permission", "full"))
-        log("sharepoint: initial permission + full sync done (worker)")
+        report.update(timed_syncs(people, instance, ("permission", "full")))
+        log(f"sharepoint: initial permission + full sync done (worker): {report}")
         change = {"subscriptionId": subscription, "tenantId": graph.tenant_id, "changeType": "updated",
                   "resource": f"drives/{docs}/root", "subscriptionExpirationDateTime": "2099-01-01T00:00:00Z",
                   "clientState": secret}  # fmt: skip
@@ -424,13 +475,21 @@ def sharepoint_source(
 
 
 @contextmanager
-def slack_source(people: People, api: Api, work: Path) -> Iterator[Callable[[int, Samples, float, float], None]]:
+def slack_source(
+    people: People, api: Api, work: Path, *, items: int = 0, seed: int = 15, report: dict[str, Any] | None = None
+) -> Iterator[Callable[[int, Samples, float, float], None]]:
+    import random
+
     from connectors.slack.events import sign
     from tests.connectors.integration.helpers import make_instance, map_identities
-    from tests.connectors.slack.fake_slack import TOKEN, FakeSlackServer
+    from tests.connectors.slack.fake_slack import TOKEN, FakeSlack, FakeSlackServer
 
     signing_secret = "bench-signing-secret"
-    with FakeSlackServer() as server:
+    fake = FakeSlack()
+    report = {} if report is None else report
+    if items:
+        report.update(seed_slack(fake, items, random.Random(seed)))
+    with FakeSlackServer(fake) as server:
         instance = make_instance(
             people.tenant_id, "slack", f"slack-{uuid.uuid4().hex[:6]}",
             {"base_url": server.base_url, "team_id": "T0CAIRN"},
@@ -440,8 +499,8 @@ def slack_source(people: People, api: Api, work: Path) -> Iterator[Callable[[int
                                           "slack:user:U0BOB": people.users["bob"],
                                           "slack:user:U0CAROL": people.users["carol"],
                                           "slack:user:U0GAIL": people.users["gail"]})  # fmt: skip
-        request_syncs(people, instance, ("permission", "full"))
-        log("slack: initial permission + full sync done (worker)")
+        report.update(timed_syncs(people, instance, ("permission", "full")))
+        log(f"slack: initial permission + full sync done (worker): {report}")
         hook = f"/hooks/slack/{instance.hook_uuid}/events"
         # gail, a guest, reads the public channel C0PROJ only while she is a member of it.
         proj = document(people, instance, "msg:C0PROJ:1717000600.000900")
@@ -494,6 +553,89 @@ def slack_source(people: People, api: Api, work: Path) -> Iterator[Callable[[int
         yield run
 
 
+def seed_confluence(site: Any, n: int, rng: Any) -> dict[str, Any]:
+    """``n`` generated pages in the space ENG (children of 101, like page 107), before the first sync."""
+    import copy
+
+    from tests.connectors.confluence.helpers import ALICE, BOB
+
+    mix = {"open": 0, "group": 0, "users": 0}
+    users = [{"type": "known", "accountId": a.split(":", 2)[2]} for a in (ALICE, BOB)]
+    base = "/wiki/api/v2/pages"
+    with site._lock:
+        j = site.json
+        template = j[f"{base}/107"]
+        restriction_template = j["/wiki/rest/api/content/107/restriction/byOperation/read"]
+        listing = j[f"/wiki/api/v2/spaces/{template['spaceId']}/pages"]["results"]
+        for k in range(n):
+            page_id = str(200000 + k)
+            title = f"Generated page {k}"
+            page = copy.deepcopy(template)
+            page.update(id=page_id, title=title, position=200000 + k)
+            page["body"]["storage"]["value"] = f"<h2>{title}</h2><p>{generated_text(rng, k)}</p>"
+            page["_links"] = {**page["_links"], "webui": f"/spaces/ENG/pages/{page_id}/Generated"}
+            j[f"{base}/{page_id}"] = page
+            j[f"{base}/{page_id}/ancestors"] = copy.deepcopy(j[f"{base}/107/ancestors"])
+            j[f"{base}/{page_id}/attachments"] = copy.deepcopy(j[f"{base}/107/attachments"])
+            restriction = copy.deepcopy(restriction_template)
+            restriction["_expandable"] = {"content": f"/rest/api/content/{page_id}"}
+            kind = acl_kind(rng)
+            mix[kind] += 1
+            r = restriction["restrictions"]
+            if kind != "group":  # the template is restricted to the group engineering
+                r["group"].update(results=[], size=0)
+            if kind == "users":
+                r["user"].update(results=copy.deepcopy(users), size=len(users))
+            j[f"/wiki/rest/api/content/{page_id}/restriction/byOperation/read"] = restriction
+            listing.append({key: value for key, value in page.items() if key != "body"})
+    return {"generated_items": n, "acl_mix": {"unrestricted": mix["open"], "group engineering": mix["group"],
+                                             "users alice+bob": mix["users"]}}  # fmt: skip
+
+
+def seed_sharepoint(graph: Any, drive: str, n: int, rng: Any) -> dict[str, Any]:
+    """``n`` generated text files at the drive's root, before the first sync.
+
+    The fake pages every Graph listing by 2 (to exercise paging in tests); at this size it pages by
+    200 as Graph's delta and listings do.
+    """
+    from tests.connectors.sharepoint import fake_graph
+
+    fake_graph.PAGE_SIZE = 200
+    mix = {"open": 0, "group": 0, "users": 0}
+    for k in range(n):
+        kind = acl_kind(rng)
+        mix[kind] += 1
+        if kind == "open":
+            perms = [{"id": f"p-gen-{k}", "roles": ["read"], "link": {"scope": "organization", "type": "view"}}]
+        elif kind == "group":
+            perms = [{"id": f"p-gen-{k}", "roles": ["read"], "grantedToV2": {"group": {"id": "g-finance"}}}]
+        else:
+            perms = [{"id": f"p-gen-{k}-{u}", "roles": ["read"], "grantedToV2": {"user": {"id": f"u-{u}"}}}
+                     for u in ("alice", "bob")]  # fmt: skip
+        graph.add_file(drive, {"id": f"i-gen-{k}", "name": f"generated-{k:05d}.txt", "file": {"mimeType": "text/plain"},
+                               "content": generated_text(rng, k), "permissions": perms})  # fmt: skip
+    return {"generated_items": n, "fake_graph_page_size": fake_graph.PAGE_SIZE,
+            "acl_mix": {"organization link": mix["open"], "group Finance": mix["group"],
+                        "users alice+bob": mix["users"]}}  # fmt: skip
+
+
+def seed_slack(fake: Any, n: int, rng: Any) -> dict[str, Any]:
+    """``n`` generated messages: public #general, public #project-x (gail's, the revocation's), private."""
+    channels = {"open": "C0GENERAL", "group": "C0PROJ", "users": "C0SECRET"}
+    mix = {c: 0 for c in channels.values()}
+    authors = {"C0GENERAL": ["U0ALICE", "U0BOB", "U0CAROL"], "C0PROJ": ["U0ALICE", "U0GAIL"],
+               "C0SECRET": ["U0ALICE", "U0CAROL"]}  # fmt: skip
+    with fake.lock:
+        for k in range(n):
+            channel = channels[acl_kind(rng)]
+            mix[channel] += 1
+            fake.post(channel, {"type": "message", "user": rng.choice(authors[channel]),
+                                "text": generated_text(rng, k), "ts": f"{1717100000 + k}.{k % 1000000:06d}"})  # fmt: skip
+    return {"generated_items": n, "messages_per_channel": {"C0GENERAL (public)": mix["C0GENERAL"],
+                                                           "C0PROJ (public, gail)": mix["C0PROJ"],
+                                                           "C0SECRET (private)": mix["C0SECRET"]}}  # fmt: skip
+
+
 SOURCE_SETUP = {"confluence": confluence_source, "sharepoint": sharepoint_source, "slack": slack_source}
 
 
@@ -542,6 +684,18 @@ def print_table(summary: dict[str, dict[str, dict[str, Any]]]) -> None:
             print(f"{source:<11} {kind:<24} {s['n']:>3} {s['p50_s']:>8.2f} {s['p95_s']:>8.2f} {s['max_s']:>8.2f}")
 
 
+def write_report(out: Path, meta: dict[str, Any], results: dict[str, Samples], errors: dict[str, str],
+                 started: datetime) -> dict[str, dict[str, dict[str, Any]]]:  # fmt: skip
+    """The JSON report of what has been measured so far (written after each source, and at the end)."""
+    meta["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    meta["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
+    summary = summarise(results)
+    report = {**meta, "summary": summary, "samples_s": {s: {k: [round(x, 4) for x in v] for k, v in kinds.items()}
+                                                        for s, kinds in results.items()}, "errors": errors}  # fmt: skip
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=20, help="samples per source and kind")
@@ -550,6 +704,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=180.0, help="give up on one sample after this many s")
     ap.add_argument("--out", type=Path, default=OUT / "connector_latency.json")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--items", type=int, default=0,
+                    help="seed each fake source with this many generated items (small texts, mixed ACLs) before"
+                         " the initial full sync; 0 (default): the fixtures only")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=15, help="random seed of the generated items")
     ap.add_argument(
         "--sharepoint-identical",
         action="store_true",
@@ -575,7 +733,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC)
     meta = {"date": started.isoformat(timespec="seconds"), "git_commit": git_commit(), "machine": machine(),
             "command": "python -m benchmarks.connector_latency " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "events": args.events, "poll_s": args.poll, "sources": sources,
+            "events": args.events, "items_per_source": args.items, "seed": args.seed,
+            "poll_s": args.poll, "sources": sources,
             "sharepoint_identical_notifications": args.sharepoint_identical,
             "sharepoint_revocation": args.sharepoint_revocation,
             "web": "gunicorn cairn.wsgi (1 worker, gthread, 4 threads) on 127.0.0.1",
@@ -598,6 +757,8 @@ def main(argv: list[str] | None = None) -> int:
             }}  # fmt: skip
     results: dict[str, Samples] = {}
     errors: dict[str, str] = {}
+    initial_sync: dict[str, dict[str, Any]] = {}
+    meta["initial_sync"] = initial_sync
     services = Services(args.out.parent)
     try:
         services.start()
@@ -615,6 +776,8 @@ def main(argv: list[str] | None = None) -> int:
                         if source == "sharepoint"
                         else {}
                     )
+                    initial_sync[source] = {}
+                    options.update(items=args.items, seed=args.seed, report=initial_sync[source])
                     run = stack.enter_context(SOURCE_SETUP[source](people, api, args.out.parent, **options))
                     for i in range(args.events):
                         run(i, samples, args.poll, args.timeout)
@@ -623,14 +786,10 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # one source failing must not lose the others' samples
                 errors[source] = f"{type(exc).__name__}: {exc}"
                 log(f"{source} FAILED: {errors[source]}")
+            write_report(args.out, meta, results, errors, started)  # a run stopped later keeps these
     finally:
         services.stop()
-    meta["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    meta["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
-    summary = summarise(results)
-    report = {**meta, "summary": summary, "samples_s": {s: {k: [round(x, 4) for x in v] for k, v in kinds.items()}
-                                                        for s, kinds in results.items()}, "errors": errors}  # fmt: skip
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    summary = write_report(args.out, meta, results, errors, started)
     if not args.no_plot:
         plot(
             results,

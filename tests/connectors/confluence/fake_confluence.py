@@ -130,7 +130,14 @@ class FakeConfluence:
             return 404, {}, b'{"message": "No user"}'
         if path not in self.json:
             return 404, {}, b'{"message": "Not found"}'
-        body = copy.deepcopy(self.json[path])
+        source = self.json[path]
+        if isinstance(source.get("results"), list):
+            # Listings are sliced below and their entries never edited: copy only the envelope and
+            # the served slice (a deep copy of a 10,000-page listing per request would time the fake).
+            body = copy.deepcopy({k: v for k, v in source.items() if k != "results"})
+            body["results"] = list(source["results"])
+        else:
+            body = copy.deepcopy(source)
         extra: dict[str, str] = {}
         if path.startswith("/wiki/api/v2/") and "limit" in query:
             # v2 ``limit``: "Minimum 1, Maximum 250" on every listing
