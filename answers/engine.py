@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -180,6 +181,7 @@ def retrieve(perm: PermissionContext, plan: QueryPlan, queries: Sequence[str] | 
 
 _SENTENCE_VECTORS: OrderedDict[str, Any] = OrderedDict()  # text -> unit vector, least recently used first
 _SENTENCE_VECTORS_MAX = 8192  # ~12 MB of 384-d float32: a few hundred answers' sentences
+_SENTENCE_VECTORS_LOCK = threading.Lock()  # gunicorn threads share the cache
 
 
 def sentence_similarity(query: str, sentences: Sequence[str]) -> list[float]:
@@ -190,18 +192,20 @@ def sentence_similarity(query: str, sentences: Sequence[str]) -> list[float]:
     reader could not get by sending the same text).
     """
     emb = embedder()
-    missing = list(dict.fromkeys(t for t in sentences if t not in _SENTENCE_VECTORS))
+    with _SENTENCE_VECTORS_LOCK:
+        vectors = {t: _SENTENCE_VECTORS[t] for t in sentences if t in _SENTENCE_VECTORS}
+        for t in vectors:
+            _SENTENCE_VECTORS.move_to_end(t)
+    missing = list(dict.fromkeys(t for t in sentences if t not in vectors))
     if missing:
-        for text, vec in zip(missing, emb.embed(missing), strict=True):
-            _SENTENCE_VECTORS[text] = vec
-        while len(_SENTENCE_VECTORS) > _SENTENCE_VECTORS_MAX:
-            _SENTENCE_VECTORS.popitem(last=False)
+        vectors.update(zip(missing, emb.embed(missing), strict=True))  # outside the lock: the slow part
+        with _SENTENCE_VECTORS_LOCK:
+            for t in missing:
+                _SENTENCE_VECTORS[t] = vectors[t]
+            while len(_SENTENCE_VECTORS) > _SENTENCE_VECTORS_MAX:
+                _SENTENCE_VECTORS.popitem(last=False)
     q = emb.embed_query(query)
-    out = []
-    for text in sentences:
-        _SENTENCE_VECTORS.move_to_end(text)
-        out.append(float(_SENTENCE_VECTORS[text] @ q))
-    return out
+    return [float(vectors[t] @ q) for t in sentences]
 
 
 def _doc_texts(perm: PermissionContext, chunks: Sequence[RankedChunk]) -> dict[int, str]:

@@ -90,7 +90,7 @@ _FILING_TERMS: dict[str, str] = {
 
 def filing_terms_rewrite(parsed: ParsedQuery) -> str:
     """The keywords plus the statement words for the asked attribute ("" when none is asked)."""
-    words = {w.lower().strip(".,;:!?'\u2019s") for w in parsed.text.split()}
+    words = {re.sub(r"['\u2019]s$", "", w.lower().strip('.,;:!?()"')) for w in parsed.text.split()}
     extra = [phrase for word, phrase in _FILING_TERMS.items() if word in words]
     if not extra:
         return ""

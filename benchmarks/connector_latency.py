@@ -371,7 +371,6 @@ def sharepoint_source(
     from tenants.context import tenant_context
     from tests.connectors.integration.helpers import make_instance, map_identities, tiny_pdf
     from tests.connectors.sharepoint.fake_graph import (
-        CLIENT_ID,
         CLIENT_SECRET,
         FakeGraph,
         write_app_certificate,
@@ -397,9 +396,7 @@ def sharepoint_source(
     try:
         instance = make_instance(
             people.tenant_id, "sharepoint", f"finance-{uuid.uuid4().hex[:6]}",
-            {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
-             "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base,
-             "sharepoint_base_url": graph.base, "subscriptions": {subscription: docs}},
+            graph.connector_config(sharepoint_base_url=graph.base, subscriptions={subscription: docs}),
             {"client_secret": CLIENT_SECRET, "client_certificate": app_pem}, tls_ca_file=str(cert[0]),
         )  # fmt: skip
         map_identities(people.tenant_id, {"entra:user:u-alice": people.users["alice"],
@@ -595,8 +592,10 @@ def seed_confluence(site: Any, n: int, rng: Any) -> dict[str, Any]:
 def seed_sharepoint(graph: Any, drive: str, n: int, rng: Any) -> dict[str, Any]:
     """``n`` generated text files at the drive's root, before the first sync.
 
-    The fake pages every Graph listing by 2 (to exercise paging in tests); at this size it pages by
-    200 as Graph's delta and listings do.
+    The fake pages every Graph listing by 2 (to exercise paging in tests); at this size by 200. Graph
+    picks the page size itself and documents only the ``@odata.nextLink`` paging
+    (https://learn.microsoft.com/en-us/graph/api/driveitem-delta), so 200 is a realistic size, not a
+    documented one.
     """
     from tests.connectors.sharepoint import fake_graph
 

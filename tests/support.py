@@ -3,6 +3,7 @@ the repository root, unique names, and putting documents into a tenant through t
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.test import Client
 from rest_framework.test import APIClient
 
 from retrieval.actions import do_create_source, do_enqueue_document, do_record_identity, do_set_group_members
@@ -87,6 +89,24 @@ def client_for(token: str) -> APIClient:
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return c
+
+
+def signed_in(user: Any) -> Client:
+    """A browser-session client signed in as ``user``, in the first tenant they belong to."""
+    from tenants.auth import SESSION_MEMBERSHIP_KEY
+    from tenants.models import Membership
+
+    c = Client()
+    c.force_login(user)
+    session = c.session
+    session[SESSION_MEMBERSHIP_KEY] = Membership.objects.filter(user=user).first().pk  # type: ignore[union-attr]
+    session.save()
+    return c
+
+
+def field_errors(html: str) -> dict[str, str]:
+    """The console form's error message per field (``data-field`` markers)."""
+    return dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', html))
 
 
 def approve_private_endpoint(settings: Any, url: str) -> None:

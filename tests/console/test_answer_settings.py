@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from answers.models import AnswerSettings
 from core.crypto import decrypt_text
 from tenants.context import tenant_context
-from tenants.models import AuditEvent, Membership
+from tenants.models import AuditEvent
 from tests.answers.helpers import RecordingServer
 from tests.security.secret_canary import secret
-from tests.support import approve_private_endpoint, client_for
-
-
-def console_for(user: Any) -> Client:
-    from tenants.auth import SESSION_MEMBERSHIP_KEY
-
-    c = Client()
-    c.force_login(user)
-    session = c.session
-    session[SESSION_MEMBERSHIP_KEY] = Membership.objects.filter(user=user).first().pk  # type: ignore[union-attr]
-    session.save()
-    return c
-
-
-def field_errors(html: str) -> dict[str, str]:
-    return dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', html))
+from tests.support import approve_private_endpoint, client_for, field_errors, signed_in
 
 
 @pytest.fixture
@@ -51,21 +34,21 @@ def test_an_openai_compatible_writer_without_a_model_is_refused_like_the_api_ref
     form = {"writer": "openai_compatible", "endpoint_url": "https://llm.example.com/v1", "model": ""}
     api = client_for(cast.tokens["alice"]).put("/api/v1/admin/answer-settings", form, format="json")
     assert api.status_code == 400 and "openai_compatible needs endpoint_url and model" in api.content.decode()
-    page = console_for(cast.alice).post("/console/answers/", form)
+    page = signed_in(cast.alice).post("/console/answers/", form)
     assert page.status_code == 400 and "openai_compatible needs endpoint_url and model" in page.content.decode()
     with tenant_context(cast.tenant_a.pk):
         assert not AnswerSettings.objects.exists()
 
 
 def test_a_private_endpoint_the_operator_did_not_approve_is_refused_under_its_field(cast) -> None:
-    page = console_for(cast.alice).post("/console/answers/", {"writer": "openai_compatible", "model": "m",
+    page = signed_in(cast.alice).post("/console/answers/", {"writer": "openai_compatible", "model": "m",
                                                               "endpoint_url": "http://10.0.0.5:8000/v1"})  # fmt: skip
     assert page.status_code == 400
     assert "(endpoint_not_allowed)" in field_errors(page.content.decode())["endpoint_url"]
 
 
 def test_an_admin_saves_a_writer_whose_key_never_comes_back_and_tests_it_with_one_tiny_prompt(cast, llm) -> None:
-    alice, key = console_for(cast.alice), secret("llm-api-key")
+    alice, key = signed_in(cast.alice), secret("llm-api-key")
     saved = alice.post("/console/answers/", {"writer": "openai_compatible", "endpoint_url": llm.url("/v1"),
                                              "model": "tiny-model", "api_key": key})  # fmt: skip
     assert saved.status_code == 302
@@ -87,7 +70,7 @@ def test_an_admin_saves_a_writer_whose_key_never_comes_back_and_tests_it_with_on
 
 
 def test_the_test_says_when_the_endpoint_does_not_answer_a_chat_completion(cast, llm) -> None:
-    alice = console_for(cast.alice)
+    alice = signed_in(cast.alice)
     alice.post("/console/answers/", {"writer": "openai_compatible", "endpoint_url": llm.url("/v1"), "model": "m"})
     completes(llm, "", status=500)
     tested = alice.post("/console/answers/", {"op": "test"}).content.decode()
@@ -95,12 +78,12 @@ def test_the_test_says_when_the_endpoint_does_not_answer_a_chat_completion(cast,
 
 
 def test_the_extractive_writer_needs_no_endpoint_to_pass(cast) -> None:
-    tested = console_for(cast.alice).post("/console/answers/", {"op": "test"}).content.decode()
+    tested = signed_in(cast.alice).post("/console/answers/", {"op": "test"}).content.decode()
     assert "Test passed: The extractive writer needs no endpoint" in tested
 
 
 def test_members_and_other_tenants_cannot_reach_the_page(cast) -> None:
-    assert console_for(cast.bob).get("/console/answers/").status_code == 403
-    console_for(cast.mallory).post("/console/answers/", {"writer": "llama_cpp"})
+    assert signed_in(cast.bob).get("/console/answers/").status_code == 403
+    signed_in(cast.mallory).post("/console/answers/", {"writer": "llama_cpp"})
     with tenant_context(cast.tenant_a.pk):
         assert not AnswerSettings.objects.exists()

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from connectors.actions import do_update_connector_instance
 from connectors.checks import run_checks
@@ -15,35 +14,20 @@ from connectors.models import ConnectorInstance
 from core.crypto import decrypt_json
 from tenants.audit import SYSTEM
 from tenants.context import tenant_context
-from tenants.models import AuditEvent, Membership
+from tenants.models import AuditEvent
 from tests.connectors.confluence.fake_confluence import TOKEN as CONFLUENCE_TOKEN
 from tests.connectors.confluence.fake_confluence import FakeConfluence
 from tests.connectors.integration.helpers import make_instance
 from tests.connectors.slack.fake_slack import TOKEN as SLACK_TOKEN
 from tests.connectors.slack.fake_slack import FakeSlackServer
 from tests.security.secret_canary import secret
-from tests.support import client_for, unique
+from tests.support import client_for, field_errors, signed_in, unique
 
 
 @pytest.fixture(autouse=True)
 def _private_queue(settings: Any) -> None:
     # A SharePoint instance queues its Graph subscriptions on commit; keep them off the shared queue.
     settings.CAIRN = {**settings.CAIRN, "CONNECTOR_QUEUE": unique("test-inline")}
-
-
-def console_for(user: Any) -> Client:
-    from tenants.auth import SESSION_MEMBERSHIP_KEY
-
-    c = Client()
-    c.force_login(user)
-    session = c.session
-    session[SESSION_MEMBERSHIP_KEY] = Membership.objects.filter(user=user).first().pk  # type: ignore[union-attr]
-    session.save()
-    return c
-
-
-def field_errors(html: str) -> dict[str, str]:
-    return dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', html))
 
 
 def steps(html: str) -> dict[str, str]:
@@ -59,7 +43,7 @@ def instances_named(tenant_id: int, name: str) -> int:
 
 
 def test_a_half_configured_sharepoint_connector_gets_field_errors_and_is_not_saved(cast) -> None:
-    alice, name = console_for(cast.alice), unique("Intranet")
+    alice, name = signed_in(cast.alice), unique("Intranet")
     page = alice.post("/console/connectors/new", {"kind": "sharepoint", "name": name})
     assert page.status_code == 400
     errors = field_errors(page.content.decode())
@@ -84,7 +68,7 @@ def test_the_api_names_the_same_fields_the_console_marks(cast) -> None:
 
 
 def test_a_confluence_connector_is_typed_into_its_settings_and_its_secret_never_comes_back(cast) -> None:
-    alice, name, token = console_for(cast.alice), unique("Wiki"), secret("console-api-token")
+    alice, name, token = signed_in(cast.alice), unique("Wiki"), secret("console-api-token")
     form = {"kind": "confluence", "name": name, "site_url": "http://wiki.example.com", "space_keys": "ENG, OPS",
             "include_blogposts": "on", "email": "bot@example.com", "api_token": token}  # fmt: skip
     refused = alice.post("/console/connectors/new", form)
@@ -105,7 +89,7 @@ def test_a_confluence_connector_is_typed_into_its_settings_and_its_secret_never_
 def test_an_edit_keeps_the_stored_secret_and_the_settings_without_a_field(cast) -> None:
     instance = make_instance(cast.tenant_a.pk, "slack", unique("Slack"), {"team_id": "T0CAIRN", "page_size": 50},
                              {"token": "xoxb-1", "signing_secret": "s1"})  # fmt: skip
-    alice = console_for(cast.alice)
+    alice = signed_in(cast.alice)
     # The page says which secrets are stored (token, signing secret), never what they are.
     shown = alice.get(f"/console/connectors/{instance.pk}/").content.decode()
     assert shown.count("Stored; leave empty to keep it.") == 2 and "xoxb-1" not in shown
@@ -146,7 +130,7 @@ def test_a_healthy_slack_app_passes_every_step_and_is_told_to_register_its_event
 def test_a_missing_bot_scope_fails_the_permissions_step_by_name(cast, slack) -> None:
     slack.fake.scopes.discard("users:read")
     instance = slack_instance(cast, slack)
-    alice = console_for(cast.alice)
+    alice = signed_in(cast.alice)
     page = alice.post(f"/console/connectors/{instance.pk}/", {"op": "test"}).content.decode()
     assert steps(page) == {"auth": "ok", "listing": "ok", "permissions": "failed", "webhook": "warning"}
     assert "lacks the scope users:read" in page
@@ -207,12 +191,9 @@ def graph(graph_cert: tuple[Any, Any]) -> Iterator[Any]:
 
 
 def sharepoint_instance(cast: Any, graph: Any, cert: Any, client_secret: str) -> ConnectorInstance:
-    from tests.connectors.sharepoint.fake_graph import CLIENT_ID
-
     return make_instance(
         cast.tenant_a.pk, "sharepoint", unique("Intranet"),
-        {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
-         "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base},
+        graph.connector_config(),
         {"client_secret": client_secret}, tls_ca_file=str(cert[0]),
     )  # fmt: skip
 

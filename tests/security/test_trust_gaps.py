@@ -32,6 +32,7 @@ from tests.support import (
     grant_groups,
     ingest_inline,
     make_doc,
+    signed_in,
     source_for,
     unique,
 )
@@ -291,25 +292,13 @@ BAD_CONNECTOR_INPUTS = [
 ]
 
 
-def _console(user: Any) -> Client:
-    from tenants.auth import SESSION_MEMBERSHIP_KEY
-    from tenants.models import Membership
-
-    c = Client()
-    c.force_login(user)
-    session = c.session
-    session[SESSION_MEMBERSHIP_KEY] = Membership.objects.filter(user=user).first().pk
-    session.save()
-    return c
-
-
 @pytest.mark.parametrize(("config", "code"), BAD_CONNECTOR_INPUTS)
 def test_the_console_and_the_api_refuse_the_same_connector_settings_with_the_same_code(cast, config, code) -> None:
     name = unique("Wiki")
     api = client_for(cast.tokens["alice"]).post("/api/v1/connectors", {
         "kind": "confluence", "name": name, "config": config, "credentials": {"api_token": "t"}}, format="json")  # fmt: skip
     assert api.status_code == 400 and error_code(api) == code, api.content
-    console = _console(cast.alice)
+    console = signed_in(cast.alice)
     # The console's raw JSON (its "advanced" settings) meets the same validation as the API's body.
     page = console.post("/console/connectors/new", {"kind": "confluence", "name": name, "advanced": "on",
                                                     "raw_config": json.dumps(config), "api_token": "t"})  # fmt: skip
@@ -401,7 +390,7 @@ def test_a_console_identity_mapping_is_audited_by_the_domain_action(cast) -> Non
 
     with tenant_context(cast.tenant_a.pk):
         identity = ExternalIdentity.objects.create(principal=f"slack:user:{unique('U')}")
-    r = _console(cast.alice).post("/console/people/", {"op": "map", "identity": identity.pk, "user": cast.bob.pk})
+    r = signed_in(cast.alice).post("/console/people/", {"op": "map", "identity": identity.pk, "user": cast.bob.pk})
     assert r.status_code == 302
     (row,) = [e for e in admin_rows(cast.tenant_a, "identity.mapped") if e.target_id == identity.principal]
     assert row.actor_user_id == cast.alice.pk and row.details == {"via": "console", "user_id": cast.bob.pk}
@@ -531,7 +520,7 @@ def test_the_feedback_queue_withholds_claim_text_from_an_admin_who_may_not_read_
     queue = client_for(cast.tokens["alice"]).get("/api/v1/feedback").json()["feedback"]
     assert queue and queue[0]["claim_text"].startswith("[hidden") and queue[0]["comment"] == ""
     assert "third quarter" not in json.dumps(queue)
-    page = _console(cast.alice).get("/console/feedback/")
+    page = signed_in(cast.alice).get("/console/feedback/")
     assert page.status_code == 200 and b"third quarter" not in page.content and b"hidden" in page.content
     # bob may read it, and an admin who may read it sees the text as before.
     grant_groups(cast.tenant_a, {"confluence:group:deals": [cast.bob, cast.alice]})

@@ -132,8 +132,8 @@ class FakeConfluence:
             return 404, {}, b'{"message": "Not found"}'
         source = self.json[path]
         if isinstance(source.get("results"), list):
-            # Listings are sliced below and their entries never edited: copy only the envelope and
-            # the served slice (a deep copy of a 10,000-page listing per request would time the fake).
+            # Listings are sliced below and their entries never edited: copy the envelope and the list,
+            # not its entries (a deep copy of a 10,000-page listing per request would time the fake).
             body = copy.deepcopy({k: v for k, v in source.items() if k != "results"})
             body["results"] = list(source["results"])
         else:

@@ -22,7 +22,7 @@ from retrieval.tasks import process_pending_inline
 from tenants.actions import do_add_member, do_create_api_token, do_create_user
 from tenants.context import tenant_context
 from tests.connectors.integration.helpers import documents, make_instance, map_identities, sync, table, tiny_pdf
-from tests.connectors.sharepoint.fake_graph import CLIENT_ID, CLIENT_SECRET, FakeGraph, write_self_signed_cert
+from tests.connectors.sharepoint.fake_graph import CLIENT_SECRET, FakeGraph, write_self_signed_cert
 from tests.support import unique
 
 DOCS = "b!docs"
@@ -66,9 +66,7 @@ def instance(cast, graph, cert):  # type: ignore[no-untyped-def]
     cast.tokens["gail"] = do_create_api_token(do_add_member(cast.tenant_a, gail))
     inst = make_instance(
         cast.tenant_a.pk, "sharepoint", unique("finance"),
-        {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
-         "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base,
-         "subscriptions": {SUBSCRIPTION: DOCS}},
+        graph.connector_config(subscriptions={SUBSCRIPTION: DOCS}),
         {"client_secret": CLIENT_SECRET}, tls_ca_file=str(cert[0]),
     )  # fmt: skip
     map_identities(cast.tenant_a.pk, {"entra:user:u-alice": cast.alice, "entra:user:u-bob": cast.bob,

@@ -20,7 +20,6 @@ from tenants.context import tenant_context
 from tenants.models import AuditEvent
 from tests.connectors.integration.helpers import documents, make_instance, sync
 from tests.connectors.sharepoint.fake_graph import (
-    CLIENT_ID,
     CLIENT_SECRET,
     FakeGraph,
     Fault,
@@ -67,8 +66,7 @@ def queue(settings) -> str:  # type: ignore[no-untyped-def]
 def instance(cast, graph, cert, app_cert, queue):  # type: ignore[no-untyped-def]
     return make_instance(
         cast.tenant_a.pk, "sharepoint", unique("finance"),
-        {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
-         "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base, "sharepoint_base_url": graph.base},
+        graph.connector_config(sharepoint_base_url=graph.base),
         {"client_secret": CLIENT_SECRET, "client_certificate": app_cert[0]}, tls_ca_file=str(cert[0]),
     )  # fmt: skip
 

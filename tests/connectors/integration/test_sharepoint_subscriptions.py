@@ -19,7 +19,7 @@ from connectors.sharepoint.tasks import maintain_graph_subscriptions
 from core.crypto import decrypt_text
 from tenants.context import tenant_context
 from tests.connectors.integration.helpers import make_instance
-from tests.connectors.sharepoint.fake_graph import CLIENT_ID, CLIENT_SECRET, FakeGraph, write_self_signed_cert
+from tests.connectors.sharepoint.fake_graph import CLIENT_SECRET, FakeGraph, write_self_signed_cert
 from tests.support import unique
 
 BASE = "https://cairn.example.com"
@@ -48,8 +48,7 @@ def _settings(settings) -> None:  # type: ignore[no-untyped-def]
 def instance(cast, graph, cert):  # type: ignore[no-untyped-def]
     return make_instance(
         cast.tenant_a.pk, "sharepoint", unique("subs"),
-        {"tenant_id": graph.tenant_id, "client_id": CLIENT_ID, "site_ids": [graph.site["id"]],
-         "graph_base_url": f"{graph.base}/v1.0", "authority_host": graph.base},
+        graph.connector_config(),
         {"client_secret": CLIENT_SECRET}, tls_ca_file=str(cert[0]),
     )  # fmt: skip
 

@@ -193,6 +193,11 @@ class FakeGraph:
     def site(self) -> dict[str, Any]:
         return self.tenant["sites"][0]
 
+    def connector_config(self, **extra: Any) -> dict[str, Any]:
+        """A SharePoint connector's settings pointing at this fake (its directory, app, first site)."""
+        return {"tenant_id": self.tenant_id, "client_id": CLIENT_ID, "site_ids": [self.site["id"]],
+                "graph_base_url": f"{self.base}/v1.0", "authority_host": self.base, **extra}  # fmt: skip
+
     def fail(self, fault: Fault) -> None:
         self.faults.append(fault)
 
