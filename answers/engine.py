@@ -45,6 +45,7 @@ from django.core.cache import cache
 
 from answers.abstention import evidence_strength
 from answers.actions import tier_names
+from answers.comparisons import conclude, first_amount, split_comparison
 from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
@@ -57,7 +58,7 @@ from answers.contracts import (
 from answers.evidence import build_evidence, narrow_to_answer_type
 from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import version_key
+from answers.lexicon import content_stems, version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupported_links
@@ -668,6 +669,10 @@ class AnswerRun:
         return not self.reuse and self.plan.intent == "multi_hop"
 
     @property
+    def compare(self) -> bool:
+        return not self.reuse and self.plan.intent == "compare"
+
+    @property
     def own_urls(self) -> dict[str, str]:
         return {e.id: e.canonical_url for e in self.records}
 
@@ -704,7 +709,8 @@ def plan_stage(perm: PermissionContext, question: str, extra: RequestFilters,
 def retrieve_stage(run: AnswerRun) -> None:
     """Hybrid search and rerank; for "latest", scope to the newest version and check the feed."""
     plan = run.plan
-    if run.reuse:
+    if run.reuse or run.compare:
+        # A comparison searches once per figure (compare_stage); a follow-up reuses the last turn's records.
         run.retrieval = Retrieval(chunks=[], trace={"reused_evidence": len(run.reused or []), "legs": {},
                                                     "collapsed_duplicates": 0, "notices": []})  # fmt: skip
         run.timings["retrieval"] = 0.0
@@ -745,6 +751,8 @@ def scope_stage(run: AnswerRun) -> None:
     searched again inside those documents only: the first search ranked the whole tenant, and of a
     200-page filing it may have kept a cover-page chunk and missed the statement row that answers.
     """
+    if run.compare:
+        return  # each figure is scoped to its own entity and period in compare_stage
     if run.reuse:
         run.plan, kept_records, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan,
                                                                                 list(run.reused or []))  # fmt: skip
@@ -773,6 +781,8 @@ def evidence_stage(run: AnswerRun) -> None:
     run.records = list(run.reused or [])
     if not run.reuse and plan.intent == "navigational":
         run.mode = "results"
+    elif run.compare:
+        compare_stage(run)
     elif run.multi_hop:
         perm = run.perm
         mh = run_multi_hop(
@@ -803,9 +813,83 @@ def evidence_stage(run: AnswerRun) -> None:
     run.timings["evidence"] = run.clock.ms()
 
 
+def _part_run(run: AnswerRun, question: str) -> AnswerRun:
+    """One figure of a comparison, answered like a question of its own (retrieval, scoping, evidence,
+    writing, verification and the abstention rules), with the parent's writer and permissions."""
+    plan = build_plan(question, datetime.now(UTC), RequestFilters())
+    if plan.intent == "compare":
+        plan = replace(plan, intent="answer")
+    part = AnswerRun(perm=run.perm, question=question, plan=plan, state=run.state, reused=None)
+    part.writer, part.release, part.tiers, part.trace = run.writer, run.release, run.tiers, {}
+    retrieve_stage(part)
+    scope_stage(part)
+    evidence_stage(part)
+    for _event in write_verify_stage(part):
+        pass  # the parent sends the claims it keeps
+    abstain_stage(part)
+    return part
+
+
+def _names_its_part(part: AnswerRun, lead: ClaimOutcome, distinct: set[str]) -> bool:
+    """The figure's claim (or its page title) names what tells this part from the other one; words the
+    scoping stage bound on the source's metadata (the company, the period) count as named."""
+    bound: set[str] = set()
+    for surface, canonical in part.plan.parsed.entities:
+        if canonical in part.plan.entity_scope:
+            bound |= set(content_stems(surface)) | set(content_stems(canonical))
+    if part.plan.period_scope:
+        for p in part.plan.parsed.periods:
+            bound |= set(content_stems(p.label))
+    need = distinct - bound
+    if not need:
+        return True
+    titles = " ".join(e.title for e in part.records if any(c.evidence_id == e.id for c in lead.draft.citations))
+    return bool(need & set(content_stems(f"{lead.text} {titles}")))
+
+
+def compare_stage(run: AnswerRun) -> None:
+    """Answer each figure of a comparison on its own, then compare the two amounts in code."""
+    comparison = split_comparison(run.plan.original)
+    if comparison is None:  # the planner said compare; it cannot disagree with itself, but fail closed
+        run.scope_abstention = Abstention("weak_evidence", "The two things to compare could not be told apart.")
+        return
+    amounts = []
+    parts_trace: list[dict[str, Any]] = []
+    seen_records: set[str] = set()
+    seen_docs: set[int] = set()
+    others = [set(content_stems(p.label)) for p in reversed(comparison.parts)]
+    for i, spec in enumerate(comparison.parts, start=1):
+        part = _part_run(run, spec.question)
+        lead = part.released[0] if part.abstention is None and part.released else None
+        if lead is not None and not _names_its_part(part, lead, set(content_stems(spec.label)) - others[i - 1]):
+            lead = None  # "the airfare budget" answered with the lodging budget's sentence
+        amount = first_amount(lead.text) if lead is not None else None
+        parts_trace.append({
+            "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
+            "claim": lead.text if lead else None, "amount": amount.text if amount else None,
+            "period": part.plan.period_label or None,
+        })  # fmt: skip
+        run.records += [e for e in part.records if e.id not in seen_records]
+        seen_records.update(e.id for e in part.records)
+        run.results += [r for r in part.results if r.get("document_id") not in seen_docs]
+        seen_docs.update(int(r["document_id"]) for r in part.results if r.get("document_id") is not None)
+        if lead is None or amount is None:
+            reason = part.abstention.reason if part.abstention is not None else "weak_evidence"
+            run.scope_abstention = Abstention(reason, f"No supported figure was found for {spec.label}.")
+            break
+        cid = f"c{i}"
+        run.outcomes.append(replace(lead, draft=replace(lead.draft, id=cid),
+                                    verification=replace(lead.verification, claim_id=cid)))  # fmt: skip
+        amounts.append(amount)
+    run.info["drafted"] = len(run.outcomes)
+    if len(amounts) == 2:
+        run.conclusion = conclude(comparison, amounts[0], amounts[1])
+    run.trace["comparison"] = {"kind": comparison.kind, "parts": parts_trace, "conclusion": run.conclusion}
+
+
 def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
     """Write and verify; each kept claim is sent once the answer clears the weak-evidence bar."""
-    if run.mode == "answer" and not run.multi_hop and run.records:
+    if run.mode == "answer" and not run.multi_hop and not run.compare and run.records:
         own_urls = run.own_urls
         held: list[ClaimOutcome] = []
         best = 0.0
@@ -826,8 +910,8 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
 
 def conflict_stage(run: AnswerRun) -> None:
     """Conflicts between what survived and the other sources; new views are verified like any claim."""
-    if run.mode != "answer" or run.multi_hop:
-        return
+    if run.mode != "answer" or run.multi_hop or run.compare:
+        return  # two figures of a comparison differ by design
     run.report = find_conflicts(run.plan, [o.draft for o in run.outcomes if o.kept], run.records)
     run.conflict = conflict_section(run.report)
     if run.report.pairs:
@@ -841,8 +925,9 @@ def abstain_stage(run: AnswerRun) -> None:
     """Release the kept claims, or abstain with a reason."""
     kept = [o for o in run.outcomes if o.kept]
     run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records)])
-    if run.multi_hop:
-        run.strength = 1.0 if kept and run.conclusion else run.strength  # each hop already checked its own value
+    if run.multi_hop or run.compare:
+        # Each hop (each figure) already cleared the checks on its own question.
+        run.strength = 1.0 if kept and run.conclusion else run.strength
     if run.mode == "results":
         run.abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
     elif run.scope_abstention is not None:

@@ -202,7 +202,9 @@ def build_evidence(
 
     sentences: dict[int, list[_Sentence]] = {}
     # Three chunks of each of eight documents; a question bound to one or two filings reads more of each.
-    per_doc = max(CHUNKS_PER_DOCUMENT, min(8, CHUNKS_PER_DOCUMENT * max_documents // max(len(order), 1)))
+    # One or two filings: a statement row can rank tenth of a 200-page filing's chunks.
+    cap = 12 if len(order) <= 2 else 8
+    per_doc = max(CHUNKS_PER_DOCUMENT, min(cap, CHUNKS_PER_DOCUMENT * max_documents // max(len(order), 1)))
     per_doc_passages = max(PASSAGES_PER_DOCUMENT, min(6, PASSAGES_PER_DOCUMENT * max_documents // max(len(order), 1)))
     for doc_id in order:
         out: list[_Sentence] = []

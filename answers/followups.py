@@ -88,7 +88,7 @@ class ConversationState:
 class Resolution:
     is_followup: bool
     question: str
-    method: str  # "standalone" | "scope_swap" | "scope_append" | "anaphora"
+    method: str  # "standalone" | "scope_swap" | "scope_append" | "measure_swap" | "anaphora"
     new_terms: tuple[str, ...] = ()
 
 
@@ -120,6 +120,31 @@ def save_conversation(perm: PermissionContext, conversation_id: str, state: Conv
 # --- resolution ----------------------------------------------------------------------------------------------
 
 
+# "And in the previous quarter?" after "... in the quarter ended July 30, 2023?": relative to that period.
+_RELATIVE_PERIOD = re.compile(
+    r"^(?:the\s+)?(?:previous|prior|preceding|earlier|last)\s+(?:quarter|year|fiscal\s+year)$"
+    r"|^(?:the\s+)?(?:quarter|year)\s+before$|^a\s+year\s+(?:earlier|before|ago)$",
+    re.I,
+)
+# A named period the relative one is anchored on: "the quarter ended July 30, 2023", "the latest quarter".
+_ANCHOR_PERIOD = re.compile(
+    r"(?:the\s+)?(?:(?:quarter|three\s+months|period)\s+ended\s+[A-Z][a-z]+\.?\s+\d{1,2},?\s+\d{4}"
+    r"|(?:latest|most\s+recent|newest|last\s+reported)\s+quarter|q[1-4]\s+(?:fiscal\s+)?\d{4}"
+    r"|(?:first|second|third|fourth)\s+quarter\s+(?:of\s+)?(?:fiscal\s+)?\d{4})",
+    re.I,
+)
+# "And its net income in that quarter?": another measure of the same entity and period.
+_OTHER_MEASURE = re.compile(
+    r"^(?:its|their|the\s+company's)\s+(?P<attr>[\w&/\- ]+?)"
+    r"(?:\s+(?:in|for|during|over)\s+(?:that|the\s+same|this)\s+(?:quarter|period|year|time))?$",
+    re.I,
+)
+# "What were Amazon's total net sales in the quarter ended ...": the measure between the possessive and the period.
+_MEASURE_SLOT = re.compile(
+    r"^(?P<head>.*?\b[\w&.\-]+(?:'s|’s|s')\s+)(?P<attr>[^?]+?)(?P<tail>\s+(?:in|for|during)\s+[^?]+)?\?*$"
+)
+
+
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
@@ -143,14 +168,23 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     frag_words = _words(fragment)
     new_terms = tuple(sorted(set(content_stems(fragment)) - prev_stems - _PRONOUNS - _FILLER))
     starts_with_prep = bool(frag_words) and frag_words[0] in _PREPOSITIONS
+    if lead and (other := _OTHER_MEASURE.match(fragment)) and (slot := _MEASURE_SLOT.match(base)):
+        question = f"{slot.group('head')}{other.group('attr')}{slot.group('tail') or ''}?"
+        return Resolution(True, question, "measure_swap", new_terms)
     if (lead or starts_with_prep) and frag_words and len(frag_words) <= 8:
         if starts_with_prep:
             prep = frag_words[0]
-            # The last "<prep> <phrase>" of the previous question is the slot the follow-up refills.
-            matches = list(re.finditer(rf"\b{prep}\s+[^,?.;!]+", base, re.I))
+            # The last "<prep> <phrase>" of the previous question is the slot the follow-up refills (a date's
+            # comma is part of the phrase: "in the quarter ended July 30, 2023").
+            matches = list(re.finditer(rf"\b{prep}\s+(?:[^,?.;!]|,\s*(?=\d))+", base, re.I))
             if matches:
                 m = matches[-1]
-                return Resolution(True, base[: m.start()] + fragment + base[m.end() :], "scope_swap", new_terms)
+                refill = fragment
+                anchor = _ANCHOR_PERIOD.search(m.group())
+                if anchor and _RELATIVE_PERIOD.match(" ".join(frag_words[1:])):
+                    # Keep the period the previous turn used as the anchor "previous" counts from.
+                    refill = f"{fragment}, before {anchor.group().strip()}"
+                return Resolution(True, base[: m.start()] + refill + base[m.end() :], "scope_swap", new_terms)
         return Resolution(True, f"{base.rstrip('?.! ')} {fragment}?", "scope_append", new_terms)
     if len(words) <= 8 and any(w in _PRONOUNS for w in words):
         return Resolution(True, f"{text.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)

@@ -324,7 +324,8 @@ _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
     stem(k): frozenset(content_stems(v))
     for k, v in {
-        "revenue": "revenue revenues sales net sales",
+        # Not "net": it would make "Net income" a revenue sentence; "net sales" is matched by "sales".
+        "revenue": "revenue revenues sales",
         "sales": "sales revenue revenues",
         "profit": "profit income earnings",
         "earnings": "earnings income profit",

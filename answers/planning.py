@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
+from answers.comparisons import split_comparison
 from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
 from answers.lexicon import STOPWORDS
 from answers.models import EntityAlias
@@ -249,6 +250,8 @@ def plan_question(
         intent = "navigational"
     elif hops:
         intent = "multi_hop"
+    elif split_comparison(parsed.original) is not None:
+        intent = "compare"  # two figures, each looked up on its own, compared in code (answers/comparisons.py)
     elif parsed.wants_latest:
         intent = "current_version"
 

@@ -145,7 +145,10 @@ def score_turn(item: dict[str, Any], turn: dict[str, Any], response: dict[str, A
     answer = response.get("answer") or {}
     texts = claim_texts(response)
     answered = bool(texts) and not answer.get("abstention")
-    text_norm = normalise(" ".join(texts)) if answered else " "
+    # The computed conclusion of a multi-hop or comparison answer ("No. orders-api uses Foo 3.2; ...") is
+    # shown above the claims and is part of what the user reads.
+    conclusion = str(answer.get("conclusion") or "") if answered else ""
+    text_norm = normalise(" ".join([*texts, conclusion])) if answered else " "
     facts = list(turn.get("facts") or [])
     stated = sum(states(text_norm, f) for f in facts)
     wrong = [w for w in item.get("wrong") or [] if answered and states(text_norm, w)]
@@ -157,7 +160,7 @@ def score_turn(item: dict[str, Any], turn: dict[str, Any], response: dict[str, A
     cited = sorted({doc_keys.get(pk, f"unlabelled:{pk}") for pks in per_claim for pk in pks})
     quotes = [p["quote"] for p in turn.get("passages") or []]
     relevant = sum(claim_addresses(text, facts, quotes) for text in (texts if answered else []))
-    markup = sum(bool(RAW_MARKUP.search(t)) for t in texts) if answered else 0
+    markup = sum(bool(RAW_MARKUP.search(t)) for t in [*texts, conclusion] if t) if answered else 0
     asked = asked_entities(item)
     wrong_entity: bool | None = None
     if answered and cited and asked:

@@ -24,7 +24,10 @@ from answers.lexicon import STOPWORDS, attribute_synonyms, content_stems, normal
 from answers.sanitise import is_instruction
 
 WRITER_NAME = "extractive"
-WRITER_VERSION = "3"  # 3: a financial-table row states only the cell of the period asked about
+# 3: a financial-table row states only the cell of the period asked about
+# 4: a measure narrowed by words the question does not use ("Gaming revenue" for "revenue"), and a table
+#    row with no cell for the asked span and period (nine months only, for "the quarter ended ..."), rank lower
+WRITER_VERSION = "4"
 
 
 def writer_release() -> dict[str, str]:
@@ -372,6 +375,112 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
     return f"{m.group('label')}: {cells[i].strip()}", False
 
 
+# Measures a qualifier narrows: "Gaming revenue" is one segment's, "operating income" is not net income.
+_MEASURE_STEMS = frozenset(
+    stem(w) for w in ("revenue", "revenues", "sales", "income", "earnings", "profit", "expenses", "margin")
+)
+# Words that narrow nothing: the total, the reporting basis, the period the scoping stage already bound.
+_NEUTRAL_QUALIFIERS = frozenset(
+    stem(w)
+    for w in (
+        "total", "net", "consolidated", "gaap", "reported", "loss", "losses", "quarter", "quarterly", "fiscal",
+        "year", "annual", "month", "months", "first", "second", "third", "fourth", "three", "six", "nine",
+        "twelve", "period", "company",
+    )
+)  # fmt: skip
+_WORD_RE = re.compile(r"[^\W_]+")
+# The label of a row tables.py rendered: "Desktop (net revenue): $1,879 million, ...".
+_ROW_LABEL_RE = re.compile(r"^(?P<label>[^:;]{2,120}): ")
+_POST_QUALIFIER_RE = re.compile(
+    r"\s*(?:\((?P<paren>[^)]{2,80})\)|(?:from|attributable\s+to|outside)\s+(?P<tail>[^,.;:]{2,80}))", re.I
+)
+
+
+def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
+    """Whether the first asked measure in the sentence is narrowed by words the question does not use.
+
+    "Gaming revenue for the third quarter ..." answers "what was NVIDIA's revenue" with one segment;
+    "Net income attributable to the non-controlling interest" and "Net income (cash flows from operating
+    activities)" are not the net income asked about.  ``asked``: the question's stems with synonyms.
+    """
+    row = _ROW_LABEL_RE.match(sentence)
+    if row and _ANY_CELL_RE.search(sentence, row.end()):
+        # A statement row's label is a noun phrase: any word in it the question does not use narrows it.
+        # "Intel Foundry Services (net revenue)", "Income tax expense (benefit)", "Cost of revenue".
+        label = set(content_stems(row["label"]))
+        if label & _MEASURE_STEMS and not label & _MEASURE_STEMS & asked:
+            return True  # another measure's row: "Net revenue" when net income was asked
+        if label & _MEASURE_STEMS & asked:
+            if "other" in row["label"].lower().split() and "other" not in asked:
+                return True  # "All other (net revenue)", "Other income": what is left after the named lines
+            return bool({t for t in label if t not in asked and t not in _NEUTRAL_QUALIFIERS})
+    words = list(_WORD_RE.finditer(sentence))
+    for i, m in enumerate(words):
+        s = stem(m.group(0).lower())
+        if s not in _MEASURE_STEMS or s not in asked:
+            continue
+        j = i - 1
+        # Walk back over the words directly before it (same phrase: only spaces between them).
+        while j >= 0 and not sentence[words[j].end() : words[j + 1].start()].strip():
+            low = words[j].group(0).lower()
+            if low == "of" and j > 0:
+                # "Cost of revenue", "10% or more of total revenue": a share or a cost of the measure.
+                before = stem(words[j - 1].group(0).lower())
+                return before not in asked and before not in _NEUTRAL_QUALIFIERS
+            if low in STOPWORDS:
+                break
+            w = stem(low)
+            if w not in asked and w not in _NEUTRAL_QUALIFIERS and w not in _MEASURE_STEMS:
+                return True
+            j -= 1
+        after = _POST_QUALIFIER_RE.match(sentence, m.end())
+        if after:
+            tail = after.group("paren") or after.group("tail") or ""
+            extra = {t for t in content_stems(tail) if t not in asked and t not in _NEUTRAL_QUALIFIERS}
+            return bool(extra)
+        return False
+    return False
+
+
+# A cell as retrieval/extract/tables.py renders it, anywhere in a sentence.
+_ANY_CELL_RE = re.compile(
+    r"-?\$?[\d,.]+(?: (?:million|thousand|billion))?, (?:(?P<span>three|six|nine|twelve) months ended )?"
+    r"(?P<month>[A-Z][a-z]+) (?P<day>\d{1,2}), (?P<year>\d{4})"
+)
+
+
+def row_fits_period(sentence: str, period_ends: Sequence[str], question: str) -> bool | None:
+    """For table cells: whether one has the asked span and period; None for a sentence with no cells.
+
+    "Net income (cash flows from operating activities): $2,954 million, nine months ended October 30,
+    2022; ..." has no cell for "the quarter ended October 30, 2022".
+    """
+    cells = list(_ANY_CELL_RE.finditer(sentence))
+    if not cells:
+        return None
+    wanted = []
+    named = [f"{y}-{_MONTHS[mo.lower()]:02d}-{int(d):02d}" for mo, d, y in _ENDED_RE.findall(question)
+             if mo.lower() in _MONTHS]  # fmt: skip
+    for iso in [*period_ends, *named]:
+        try:
+            wanted.append(date.fromisoformat(iso[:10]))
+        except ValueError:
+            continue
+    if not wanted:
+        return None
+    span = _asked_span(question)
+    for c in cells:
+        if (c.group("span") or span) != span or c.group("month").lower() not in _MONTHS:
+            continue
+        try:
+            d = date(int(c.group("year")), _MONTHS[c.group("month").lower()], int(c.group("day")))
+        except ValueError:
+            continue
+        if any(abs((d - w).days) <= 7 for w in wanted):
+            return True
+    return False
+
+
 def _covered(terms: frozenset[str], chosen: list[frozenset[str]]) -> float:
     if not terms:
         return 1.0
@@ -413,6 +522,10 @@ class ExtractiveWriter:
     # share: under "Paid Parental Leave", "You are entitled to 12 weeks of paid time off" answers
     # "how much paid parental leave" although the sentence says "parental" nowhere.
     context_weight = 0.5
+    # A sentence about a narrower measure than the one asked, or a row without the asked period's cell,
+    # can still answer when nothing better is there, so it keeps most of its score.
+    qualified_factor = 0.7
+    other_span_factor = 0.6
 
     def write(
         self,
@@ -449,6 +562,9 @@ class ExtractiveWriter:
         if plan.period_scope:
             for p in parsed.periods:
                 bound |= set(content_stems(p.label))
+        asked = frozenset().union(*alts.values()) | bound | frozenset(content_stems(plan.original))
+        if re.search(r"\bother\b", plan.original, re.I):
+            asked |= {"other"}
         excludes = [[stem(t) for t in tokens(x)] for x in parsed.exclude]
         excludes = [x for x in excludes if x]
         phrases = [normalise_ws(p).lower() for p in parsed.phrases if p.strip()]
@@ -503,6 +619,10 @@ class ExtractiveWriter:
                 score += self.shape_bonus  # "how much" is answered by a number, "when" by a date
             if sim is not None:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
+            if unasked_qualifier(c.text, asked):  # computed again below for the chosen set; cheap
+                score *= self.qualified_factor
+            if row_fits_period(c.text, plan.period_scope, plan.original) is False:
+                score *= self.other_span_factor
             c.score = score + self.rank_prior / (c.rank + 1)
             qualified.append(c)
         if not qualified:
@@ -510,10 +630,15 @@ class ExtractiveWriter:
 
         qualified.sort(key=lambda c: (-c.score, c.rank, c.start))
         best = qualified[0].score
+        # When the best sentence is about the measure asked, one about a narrower measure (a segment, a
+        # cost of it) supports nothing and reads as a second answer.
+        narrow = {id(c) for c in qualified if unasked_qualifier(c.text, asked)}
         chosen: list[_Candidate] = []
         for c in qualified:
             if len(chosen) >= max_claims or c.score < self.relative_cutoff * best:
                 break
+            if chosen and id(c) in narrow and id(chosen[0]) not in narrow:
+                continue
             if any(_jaccard(c.shape, o.shape) > self.near_duplicate_jaccard for o in chosen):
                 continue
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:

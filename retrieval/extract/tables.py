@@ -23,7 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
+    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)"  # Intel's headers abbreviate: "Sep 30, 2023"
+)
+_FULL_MONTH = {m[:3]: m for m in ("January", "February", "March", "April", "May", "June", "July", "August",
+                                  "September", "October", "November", "December")}  # fmt: skip
 _MONTH_DAY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}}),?")
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
 _GROUP = re.compile(r"\b(Three|Six|Nine|Twelve)\s+Months\s+Ended\b", re.IGNORECASE)
@@ -31,6 +36,8 @@ _GROUP = re.compile(r"\b(Three|Six|Nine|Twelve)\s+Months\s+Ended\b", re.IGNORECA
 _HEADER_TOKEN = re.compile(rf"^(?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended|{_MONTH}|\d{{1,2}},?|(?:19|20)\d{{2}}|,)$")
 _UNIT = re.compile(r"\(\s*in\s+(millions|thousands|billions)\b([^)]*)", re.IGNORECASE)
 _VALUE = re.compile(r"^(?:\(?\$?\(?[\d,]*\d(?:\.\d+)?\)?%?|—|–|-)$")
+# A short title line inside a table, without the colon: "Revenue", "Operating Income", "Client Computing".
+_SECTION_TITLE = re.compile(r"^[A-Z][A-Za-z&'’-]*(?: [A-Za-z&'’-]+){0,3}$")
 _UNIT_WORD = {"millions": "million", "thousands": "thousand", "billions": "billion"}
 
 
@@ -45,6 +52,7 @@ def _columns(header: Sequence[str]) -> list[str]:
     rest = _GROUP.sub(" ", joined)
     days = _MONTH_DAY.findall(rest)
     years = _YEAR.findall(_MONTH_DAY.sub(" ", rest))
+    days = [(_FULL_MONTH[month[:3]], day) for month, day in days]
     if len(days) >= 2 and len(days) == len(years):
         dates = [f"{month} {day}, {year}" for (month, day), year in zip(days, years, strict=True)]
     elif days and len(years) >= 2 and len(years) % len(days) == 0 and (not groups or len(days) in (1, len(groups))):
@@ -103,6 +111,15 @@ def _render_value(raw: str, unit: str, shares: bool, per_share: bool) -> str | N
     return f"{sign}${number} {unit}" if unit else f"{sign}${number}"
 
 
+def _header_prefix(text: str) -> tuple[str, str]:
+    """``"Sep 30, 2023 Oct 1, 2022 Net revenue $ 14,158 ..."`` -> (the header words, the rest)."""
+    words = text.split()
+    i = 0
+    while i < len(words) and _HEADER_TOKEN.match(words[i]):
+        i += 1
+    return " ".join(words[:i]), " ".join(words[i:])
+
+
 def table_statements(paragraphs: Sequence[str]) -> list[str]:
     """The page's paragraphs with labelled table rows rewritten as statements (see module doc)."""
     out: list[str] = []
@@ -111,11 +128,26 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
     unit = ""
     unit_note = ""
     section = ""
-    for para in paragraphs:
+    pending = list(paragraphs)
+    pending.reverse()
+    while pending:
+        para = pending.pop()
         unit_match = _UNIT.search(para) if len(para) < 200 else None
         if unit_match:
             unit, unit_note = _UNIT_WORD[unit_match.group(1).lower()], unit_match.group(2).lower()
+            # Intel prints the groups first, then one paragraph holding the unit line, the dates and the
+            # first row: "(In Millions, ...; Unaudited) Sep 30, 2023 Oct 1, 2022 ... Net revenue $ 14,158 ...".
+            groups_before = header if header and not _MONTH_DAY.search(" ".join(header)) else []
             columns, header, section = [], [], ""
+            close = para.find(")", unit_match.end() - 1)
+            dates, rest = _header_prefix(para[close + 1 :]) if close != -1 else ("", "")
+            found = _columns([*groups_before, dates]) if dates and _MONTH_DAY.search(dates) else []
+            if found:
+                columns = found
+                out.append(para[: close + 1] + " " + dates)
+                if rest:
+                    pending.append(rest)
+                continue
             out.append(para)
             continue
         if _is_header(para):
@@ -132,12 +164,18 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         if row is None or len(row[1]) != len(columns):
             if columns and para.endswith(":") and not re.search(r"\d", para) and len(para) < 80:
                 section = para[:-1].strip()
+            elif columns and _SECTION_TITLE.match(para):
+                # Microsoft's segment table: "Revenue" on its own line above the segments' rows.
+                section = para.strip()
             out.append(para)
             continue
         label, values = row
         context = f"{section} {label}".lower()
         per_share = "per share" in context and "shares used" not in context and "average shares" not in context
         shares = not per_share and ("shares" in context or "share count" in context)
+        # "Year-over-year Percentage Growth (Decline):" and "Net Sales Mix:" rows hold percentages
+        # printed without the sign; "$27" would misstate them.
+        percent = not per_share and not shares and bool(re.search(r"percent|\bmix\b|\bgrowth\b", context))
         share_unit = ""
         if shares:
             # "(In millions, except number of shares which are reflected in thousands ...)"
@@ -146,6 +184,8 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         parts = []
         for raw, column in zip(values, columns, strict=True):
             rendered = _render_value(raw, share_unit if shares else unit, shares, per_share)
+            if percent and rendered is not None and not rendered.endswith("%"):
+                rendered = rendered.replace("$", "").split(" ")[0] + "%"
             if rendered is not None:
                 parts.append(f"{rendered}, {column}")
         if not parts:

@@ -270,3 +270,35 @@ def test_navigational_queries_return_the_result_list_directly(cast) -> None:
     body = ask(cast.tokens["bob"], "go to the travel page")
     assert body["answer"]["mode"] == "results" and body["answer"]["claims"] == []
     assert body["answer"]["abstention"]["reason"] == "navigational" and body["results"][0]["title"] == "Travel page"
+
+
+# --------------------------------------------------------------------------- comparisons of two figures
+
+
+def test_a_comparison_answers_each_figure_from_its_own_source_and_concludes_in_code(cast) -> None:
+    add_docs(cast.tenant_a, "finance", 1, [
+        {"id": "lodging", "title": "Lodging budget", "text": "The lodging budget for the year is $1,250 million."},
+        {"id": "airfare", "title": "Airfare budget", "text": "The airfare budget for the year is $2,100 million."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Which is larger: the lodging budget or the airfare budget?")
+    assert body["plan"]["intent"] == "compare"
+    assert body["answer"]["abstention"] is None
+    claims = body["answer"]["claims"]
+    assert [c["text"] for c in claims] == ["The lodging budget for the year is $1,250 million.",
+                                           "The airfare budget for the year is $2,100 million."]  # fmt: skip
+    assert all(c["verification"]["kept"] for c in claims) and [c["id"] for c in claims] == ["c1", "c2"]
+    assert body["answer"]["conclusion"] == (
+        "The airfare budget ($2,100 million) was larger than the lodging budget ($1,250 million), by $850 million."
+    )
+    assert body["conflict"]["status"] == "none"  # two different figures are not a conflict
+    assert {p["question"] for p in body["trace"]["comparison"]["parts"]} == {
+        "What was the lodging budget?", "What was the airfare budget?"}  # fmt: skip
+
+
+def test_a_comparison_abstains_when_one_figure_has_no_readable_source(cast) -> None:
+    add_docs(cast.tenant_a, "finance", 1, [
+        {"id": "lodging", "title": "Lodging budget", "text": "The lodging budget for the year is $1,250 million."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Which is larger: the lodging budget or the airfare budget?")
+    assert body["answer"]["abstention"] is not None
+    assert body["answer"]["claims"] == [] and body["answer"]["conclusion"] is None

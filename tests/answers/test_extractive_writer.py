@@ -230,8 +230,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "3"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "3")
+    assert writer_release() == {"name": "extractive", "version": "4"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "4")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -357,3 +357,45 @@ def test_a_table_row_stays_whole_without_a_resolved_period_or_with_no_single_mat
         row_claim("revenue in the quarter ended July 30, 2023 and a year earlier", ("2023-07-30", "2022-07-31"))[0]
         == REVENUE_ROW
     )
+
+
+# --------------------------------------------------------------------------- what the question asks about
+
+
+def test_a_segment_figure_does_not_lead_an_answer_about_the_total() -> None:
+    from answers.lexicon import content_stems
+    from answers.writers.extractive import unasked_qualifier
+
+    filing = make_evidence(
+        "Q3",
+        "Gaming revenue for the third quarter of fiscal year 2024 was $2.86 billion, up 81% from a year ago. "
+        "Revenue for the third quarter of fiscal year 2024 was $18.12 billion, up 206% from a year ago.",
+    )
+    claims = ExtractiveWriter().write(make_plan("What was NVIDIA's revenue in the latest quarter?"), [filing])
+    assert claims[0].text.startswith("Revenue for the third quarter")
+    # Asked about the segment, the segment's sentence is no longer narrower than the question.
+    assert not unasked_qualifier(
+        "Gaming revenue for the third quarter was $2.86 billion.", frozenset(content_stems("gaming revenue"))
+    )
+    assert unasked_qualifier(
+        "Net income attributable to the non-controlling interest was $10 million.",
+        frozenset(content_stems("net income")),
+    )
+
+
+def test_a_row_without_the_asked_quarters_cell_ranks_below_the_row_with_it() -> None:
+    cash_flow = make_evidence(
+        "CF",
+        "Net income (cash flows from operating activities): $2,954 million, nine months ended October 30, 2022; "
+        "$6,749 million, nine months ended October 31, 2021.",
+    )
+    income = make_evidence(
+        "IS",
+        "Net income: $680 million, three months ended October 30, 2022; $2,464 million, three months ended "
+        "October 31, 2021; $2,954 million, nine months ended October 30, 2022; $6,749 million, nine months "
+        "ended October 31, 2021.",
+    )
+    question = "What was NVIDIA's net income in the quarter ended October 30, 2022?"
+    plan = dataclasses.replace(make_plan(question), period_scope=("2022-10-30",))
+    claims = ExtractiveWriter().write(plan, [cash_flow, income])
+    assert claims[0].text == "Net income: $680 million, three months ended October 30, 2022"

@@ -129,6 +129,17 @@ def test_an_answer_that_also_states_the_labelled_wrong_figure_is_not_correct() -
     assert s.facts_stated == 1 and s.wrong_stated == ["94,836"] and not s.correct
 
 
+def test_the_computed_conclusion_shown_with_the_claims_counts_as_stated() -> None:
+    item = {"id": "multi_hop-x", "category": "multi_hop", "user": "carol", "expect": "answer", "wrong": [],
+            "turns": [{"question": "Will Foo 3.2 still get fixes on 2026-09-01?", "facts": ["no", "2026-06-30"], "passages": []}]}  # fmt: skip
+    claims = response(("Foo 3.2: security fixes until 2026-06-30.", 1))
+    assert not score(item, claims).correct
+    claims["answer"]["conclusion"] = "No. For Foo 3.2 the source gives 2026-06-30, 63 days before 2026-09-01."
+    assert score(item, claims).correct
+    claims["answer"]["abstention"] = {"reason": "weak_evidence", "message": ""}
+    assert not score(item, claims).correct  # an abstention shows no conclusion
+
+
 def test_a_handbook_sentence_does_not_answer_a_question_about_a_filing() -> None:
     s = score(APPLE_LATEST, response(("All TTS employees are issued an Apple iPhone.", 4)))
     assert s.wrong_entity is True and not s.correct

@@ -565,3 +565,32 @@ def test_it_labels_the_rows_of_a_statement_whose_header_names_one_date_and_then_
     assert table_statements(single)[-1].startswith(
         "Net income: $17,556 million, three months ended September 30, 2022;"
     )
+    # Intel's: the groups, then one paragraph with the unit line, abbreviated dates and the first row.
+    intel = ["Three Months Ended Nine Months Ended",
+             "(In Millions, Except Per Share Amounts; Unaudited) Sep 30, 2023 Oct 1, 2022 Sep 30, 2023 Oct 1, 2022 "
+             "Net revenue $ 14,158 $ 15,338 $ 38,822 $ 49,012",
+             "Net income (loss) $ 310 $ (1,019) $ (1,089) $ 8,115"]  # fmt: skip
+    rendered = table_statements(intel)
+    assert (
+        rendered[1]
+        == "(In Millions, Except Per Share Amounts; Unaudited) Sep 30, 2023 Oct 1, 2022 Sep 30, 2023 Oct 1, 2022"
+    )
+    assert rendered[2].startswith(
+        "Net revenue: $14,158 million, three months ended September 30, 2023; $15,338 million, three months "
+        "ended October 1, 2022;"
+    )
+    assert rendered[3].startswith("Net income (loss): $310 million, three months ended September 30, 2023; -$1,019")
+    # Microsoft's segment table names the measure on a line of its own, without a colon.
+    segments = ["(In millions)", "Three Months Ended September 30, 2023 2022", "Revenue",
+                "Intelligent Cloud 24,259 20,325", "Operating Income", "Intelligent Cloud 11,751 8,978"]  # fmt: skip
+    rendered = table_statements(segments)
+    assert rendered[3].startswith(
+        "Intelligent Cloud (revenue): $24,259 million, three months ended September 30, 2023;"
+    )
+    assert rendered[5].startswith("Intelligent Cloud (operating Income): $11,751 million,")
+    # Percentages printed without their sign stay percentages.
+    growth = ["Three Months Ended September 30, 2023 2022", "Year-over-year Percentage Growth:", "AWS 27 12"]
+    assert table_statements(growth)[-1] == (
+        "AWS (year-over-year Percentage Growth): 27%, three months ended September 30, 2023; 12%, three months "
+        "ended September 30, 2022."
+    )

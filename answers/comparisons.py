@@ -1,0 +1,159 @@
+"""Questions that compare two figures: split into two lookups, compared in code.
+
+"Which was larger in the quarter ended April 30, 2023 for NVIDIA: research and development or net
+income?" is two questions the single-question pipeline answers well ("What was research and
+development in the quarter ended April 30, 2023 for NVIDIA?" and the same for net income), plus an
+arithmetic step that no retrieved sentence states.  ``split_comparison`` finds the two parts
+deterministically (four phrasings, below); the engine answers each part with its own retrieval,
+scoping, evidence and verification (``answers.engine.compare_stage``), and ``conclude`` compares
+the amounts the two verified lead claims state.  The conclusion is computed, like the multi-hop
+date comparison (``answers.multihop``): it cites nothing itself, and both figures it uses are
+shown as cited claims.  A part that finds no supported figure makes the whole answer abstain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Literal
+
+Kind = Literal["larger", "smaller", "grew"]
+
+_BIGGER = r"larger|higher|bigger|greater|more"
+_SMALLER = r"smaller|lower|less"
+_DIR = rf"(?P<dir>{_BIGGER}|{_SMALLER})"
+_PERIOD_TAIL = r"(?:in|for|during)\s+(?:the\s+)?(?:(?:latest|most\s+recent|first|second|third|fourth|fiscal)\b|quarter|q[1-4]\b|three|six|nine)"
+
+# "Which was larger in the quarter ended April 30, 2023 for NVIDIA: research and development or net income?"
+_WHICH = re.compile(
+    rf"^which\s+(?:was|is|were|are)\s+{_DIR}\b(?P<ctx>[^:?]*):\s*(?P<a>.+?)\s+or\s+(?P<b>[^?]+?)\s*\??$", re.I
+)
+# "Whose quarterly revenue was larger: NVIDIA's for the quarter ended ... or Intel's for the quarter ended ...?"
+_WHOSE = re.compile(
+    rf"^whose\s+(?P<measure>.+?)\s+(?:was|is|were|are)\s+{_DIR}\s*:\s*(?P<a>.+?)\s+or\s+(?P<b>[^?]+?)\s*\??$", re.I
+)
+# "How much larger were Amazon's AWS net sales than Microsoft's Intelligent Cloud revenue in the quarter ended ...?"
+_HOW_MUCH = re.compile(
+    rf"^how\s+much\s+{_DIR}\s+(?:was|is|were|are)\s+(?P<a>.+?)\s+than\s+(?P<b>.+?)"
+    rf"(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
+    re.I,
+)
+# "Did Apple's total net sales grow between the quarter ended June 25, 2022 and the quarter ended July 1, 2023?"
+_GREW = re.compile(
+    r"^(?:did|has|have|do|does)\s+(?P<a>.+?)\s+(?P<dir>grow|increase|rise|go\s+up|decline|decrease|fall|drop|shrink)"
+    r"\s+(?:between|from)\s+(?P<p1>.+?)\s+(?:and|to)\s+(?P<p2>[^?]+?)\s*\??$",
+    re.I,
+)
+_POSSESSOR = re.compile(r"^(?P<who>.+?)(?:'s|’s|s')(?P<rest>(?:\s.*)?)$")
+_AMOUNT = re.compile(
+    r"(?P<neg>-)?\$\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:\s*(?P<unit>thousand|million|billion))?",
+    re.I,
+)
+_TO_MILLIONS = {"thousand": Decimal("0.001"), "million": Decimal(1), "billion": Decimal(1000)}
+
+
+@dataclass(frozen=True)
+class Part:
+    question: str  # a standalone question the single-question pipeline answers
+    label: str  # how the conclusion names it ("net income", "Intel's quarterly revenue")
+
+
+@dataclass(frozen=True)
+class FigureComparison:
+    kind: Kind
+    parts: tuple[Part, Part]
+    surface: str
+    # "How much larger was A than B": the answer is about A, whichever is larger.
+    subject_first: bool = False
+
+
+@dataclass(frozen=True)
+class Amount:
+    text: str  # as the claim states it: "$2,043 million"
+    millions: Decimal
+
+
+def _clean(s: str) -> str:
+    return " ".join(s.split()).strip(" ,;")
+
+
+def split_comparison(question: str) -> FigureComparison | None:
+    """The two figures a comparison question asks about, or None when it is not one of the four forms."""
+    q = _clean(question)
+    if m := _WHICH.match(q):
+        ctx = _clean(m.group("ctx"))
+        a, b = _clean(m.group("a")), _clean(m.group("b"))
+        kind: Kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
+        parts = (Part(_clean(f"What was {a} {ctx}") + "?", a), Part(_clean(f"What was {b} {ctx}") + "?", b))
+        return FigureComparison(kind, parts, q)
+    if m := _WHOSE.match(q):
+        measure = _clean(m.group("measure"))
+        whose: list[Part] = []
+        for side in (m.group("a"), m.group("b")):
+            p = _POSSESSOR.match(_clean(side))
+            if p is None:
+                return None
+            who, rest = _clean(p.group("who")), _clean(p.group("rest"))
+            whose.append(Part(_clean(f"What was {who}'s {measure} {rest}") + "?", f"{who}'s {measure}"))
+        kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
+        return FigureComparison(kind, (whose[0], whose[1]), q)
+    if m := _HOW_MUCH.match(q):
+        ctx = _clean(m.group("ctx") or "")
+        a, b = _clean(m.group("a")), _clean(m.group("b"))
+        kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
+        parts2 = (Part(_clean(f"What was {a} {ctx}") + "?", a), Part(_clean(f"What was {b} {ctx}") + "?", b))
+        return FigureComparison(kind, parts2, q, subject_first=True)
+    if m := _GREW.match(q):
+        a = _clean(m.group("a"))
+        p1, p2 = _clean(m.group("p1")), _clean(m.group("p2"))
+        return FigureComparison("grew", (Part(f"What was {a} in {p1}?", p1), Part(f"What was {a} in {p2}?", p2)), q)
+    return None
+
+
+def first_amount(text: str) -> Amount | None:
+    """The first dollar amount a claim states, in millions (a statement row without a unit is in millions,
+    the unit every 10-Q statement of operations uses)."""
+    m = _AMOUNT.search(text)
+    if m is None:
+        return None
+    try:
+        number = Decimal(m.group("num").replace(",", ""))
+    except InvalidOperation:
+        return None
+    unit = (m.group("unit") or "million").lower()
+    value = number * _TO_MILLIONS[unit]
+    return Amount(m.group(0).strip(), -value if m.group("neg") else value)
+
+
+def _money(millions: Decimal) -> str:
+    if abs(millions) >= 1000:
+        return f"${abs(millions) / 1000:,.2f} billion".replace(".00 billion", " billion")
+    return f"${abs(millions):,.0f} million"
+
+
+def conclude(comparison: FigureComparison, a: Amount, b: Amount) -> str:
+    """The computed answer, naming both figures as the cited claims state them."""
+    pa, pb = comparison.parts
+    diff = _money(a.millions - b.millions)
+    if comparison.kind == "grew":
+        if b.millions == a.millions:
+            return f"No. It was unchanged: {a.text} ({pa.label}) and {b.text} ({pb.label})."
+        verdict, verb = ("Yes", "increased") if b.millions > a.millions else ("No", "decreased")
+        return f"{verdict}. It {verb} from {a.text} ({pa.label}) to {b.text} ({pb.label}), by {diff}."
+    if a.millions == b.millions:
+        return f"Neither: {pa.label} and {pb.label} were equal ({a.text})."
+    if comparison.subject_first:
+        rel = "larger" if a.millions > b.millions else "smaller"
+        return f"{_cap(pa.label)} ({a.text}) was {rel} than {pb.label} ({b.text}), by {diff}."
+    big, small = ((pa, a), (pb, b)) if a.millions > b.millions else ((pb, b), (pa, a))
+    if comparison.kind == "smaller":
+        return f"{_cap(small[0].label)} ({small[1].text}) was smaller than {big[0].label} ({big[1].text}), by {diff}."
+    return f"{_cap(big[0].label)} ({big[1].text}) was larger than {small[0].label} ({small[1].text}), by {diff}."
+
+
+def _cap(label: str) -> str:
+    return label[:1].upper() + label[1:]
+
+
+__all__ = ["Amount", "FigureComparison", "Part", "conclude", "first_amount", "split_comparison"]

@@ -1,0 +1,41 @@
+"""Follow-ups are rewritten into standalone questions before they are planned."""
+
+from __future__ import annotations
+
+from answers.followups import ConversationState, resolve_followup
+
+
+def after(question: str) -> ConversationState:
+    return ConversationState(question=question, original=question, plan={}, filters={}, evidence=[],
+                             fingerprint="", acl_version=0, index_version=0)  # fmt: skip
+
+
+def test_the_previous_quarter_counts_from_the_period_the_last_turn_asked_about() -> None:
+    r = resolve_followup(
+        after("What was NVIDIA's revenue in the quarter ended July 30, 2023?"), "And in the previous quarter?"
+    )
+    assert r.method == "scope_swap"
+    assert r.question == "What was NVIDIA's revenue in the previous quarter, before the quarter ended July 30, 2023?"
+    r = resolve_followup(after("What was NVIDIA's revenue in the latest quarter?"), "And in the previous quarter?")
+    assert r.question == "What was NVIDIA's revenue in the previous quarter, before the latest quarter?"
+
+
+def test_a_named_period_replaces_the_previous_one_whole() -> None:
+    r = resolve_followup(after("What was Apple's revenue in the quarter ended July 1, 2023?"), "And in Q2 2023?")
+    assert r.question == "What was Apple's revenue in Q2 2023?"  # the date's comma did not survive as ", 2023"
+
+
+def test_another_measure_of_the_same_company_and_period_swaps_only_the_measure() -> None:
+    r = resolve_followup(
+        after("What were Amazon's total net sales in the quarter ended March 31, 2023?"),
+        "And its net income in that quarter?",
+    )
+    assert r.method == "measure_swap"
+    assert r.question == "What were Amazon's net income in the quarter ended March 31, 2023?"
+    r = resolve_followup(after("What was NVIDIA's revenue in the latest quarter?"), "What about its net income?")
+    assert r.question == "What was NVIDIA's net income in the latest quarter?"
+
+
+def test_a_follow_up_without_a_possessive_subject_is_still_appended() -> None:
+    r = resolve_followup(after("How much paid parental leave do I get?"), "And its eligibility rules?")
+    assert r.method == "scope_append"
