@@ -154,12 +154,18 @@ def _reranker() -> Any | None:
 
 
 def retrieve(perm: PermissionContext, plan: QueryPlan, queries: Sequence[str] | None = None, *, k: int = 40,
-             rerank: bool = True, document_ids: Sequence[int] = ()) -> Retrieval:  # fmt: skip
+             rerank: bool = True, document_ids: Sequence[int] = (),
+             exclude_chunks: bool = True) -> Retrieval:  # fmt: skip
     """Hybrid search (ACL inside every leg), then the reranker; every signal goes to the trace.
 
-    ``document_ids``: search only inside these documents (still with the reader's ACL)."""
+    ``document_ids``: search only inside these documents (still with the reader's ACL).
+    ``exclude_chunks=False``: excluded terms do not remove whole chunks; the answer path removes the
+    sentences that name them instead (answers/evidence.py), so the release note whose "Publishers"
+    section follows the subscriber change still answers "... subscribers, not publishers"."""
     qs = list(queries or plan.retrieval_queries)
     filters = replace(search_filters(plan), document_ids=tuple(document_ids))
+    if not exclude_chunks:
+        filters = replace(filters, exclude_terms=())
     outcome = hybrid_search(perm, qs, filters, k=k)
     trace: dict[str, Any] = {
         "queries": qs, "legs": outcome.legs, "collapsed_duplicates": outcome.collapsed,
@@ -716,7 +722,7 @@ def retrieve_stage(run: AnswerRun) -> None:
         run.timings["retrieval"] = 0.0
         run.trace["retrieval"] = run.retrieval.trace
         return
-    run.retrieval = retrieve(run.perm, plan)
+    run.retrieval = retrieve(run.perm, plan, exclude_chunks=False)
     run.results = document_results(run.retrieval.chunks, plan.parsed.text or run.question)
     run.timings["retrieval"] = run.clock.ms()
     run.trace["retrieval"] = run.retrieval.trace
@@ -761,7 +767,7 @@ def scope_stage(run: AnswerRun) -> None:
         run.plan, run.chunks, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan, run.chunks)
         docs = list(dict.fromkeys(c.document_id for c in run.chunks))
         if run.scope_abstention is None and run.plan.period_scope and 0 < len(docs) <= FOCUS_MAX_DOCUMENTS:
-            focused = retrieve(run.perm, run.plan, k=30, document_ids=docs).chunks
+            focused = retrieve(run.perm, run.plan, k=30, document_ids=docs, exclude_chunks=False).chunks
             seen = {c.chunk_id for c in focused}
             run.chunks = focused + [c for c in run.chunks if c.chunk_id not in seen]
             scope_trace["focused_search"] = {"documents": docs, "chunks": len(focused)}
@@ -786,7 +792,8 @@ def evidence_stage(run: AnswerRun) -> None:
     elif run.multi_hop:
         perm = run.perm
         mh = run_multi_hop(
-            plan, lambda p, qs: retrieve(perm, p, qs).chunks, doc_texts=lambda cs: _doc_texts(perm, cs),
+            plan, lambda p, qs: retrieve(perm, p, qs, exclude_chunks=False).chunks,
+            doc_texts=lambda cs: _doc_texts(perm, cs),
             tier_names=run.tiers,
         )  # fmt: skip
         run.records = mh.evidence

@@ -28,7 +28,7 @@ from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import attribute_synonyms, content_stems
 from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type
-from answers.writers.extractive import split_sentences
+from answers.writers.extractive import mentions_excluded, row_fits_period, split_sentences, unasked_qualifier
 
 if TYPE_CHECKING:
     from retrieval.search import RankedChunk
@@ -79,6 +79,12 @@ SIMILARITY_WEIGHT = 0.4
 # A query term found only in the page title (or the chunk's heading) counts this share: the PPL page's
 # "You are entitled to 12 weeks of paid time off" never says "parental leave", its title does.
 TITLE_TERM_WEIGHT = 0.5
+# For a how-much question (the same factors as the extractive writer's): a sentence about a narrower
+# measure keeps 0.7 of its score, a table row without the asked span and period 0.6, and the row of the
+# asked measure with the asked period's cell gains 0.3.
+NARROWER_MEASURE_FACTOR = 0.7
+OTHER_SPAN_FACTOR = 0.6
+ASKED_ROW_FACTOR = 1.3
 ANSWER_TYPE_BONUS = 0.25  # of the query's total idf weight: a number for "how much", a date for "when"
 _NUMBER_RE = re.compile(r"\$?\d[\d,.]*\s*(?:%|percent|million|billion|weeks?|days?|hours?|months?|years?)?", re.I)
 _DATE_RE = re.compile(
@@ -86,6 +92,20 @@ _DATE_RE = re.compile(
     r"|\b(?:within|before|after|by)\s+\d+\s+(?:business\s+)?(?:days?|weeks?|months?)\b",
     re.I,
 )
+
+
+_ROW_LABEL_RE = re.compile(r"^([^:;]{2,120}): ")
+
+
+def _label_terms(sentence: str) -> set[str]:
+    m = _ROW_LABEL_RE.match(sentence)
+    return set(content_stems(m.group(1))) if m else set()
+
+
+def _is_heading_only(text: str) -> bool:
+    """A title or heading line: short and not ending like a sentence."""
+    t = text.strip()
+    return bool(t) and len(t) < 120 and t[-1] not in ".!?:;" and not any(ch.isdigit() for ch in t[-1:])
 
 
 def is_boilerplate(sentence: str) -> bool:
@@ -153,7 +173,12 @@ class _Sentence:
     end: int
     terms: frozenset[str]
     instruction: bool
+    excluded: bool = False  # names a term the question excludes
     score: float = 0.0
+
+    @property
+    def blocked(self) -> bool:
+        return self.instruction or self.excluded
 
 
 def _document_offsets(chunk: RankedChunk, doc_text: str | None, start: int, end: int) -> tuple[int, int]:
@@ -211,7 +236,10 @@ def build_evidence(
         for c in by_doc[doc_id][:per_doc]:
             for s, e in split_sentences(c.text):
                 raw = c.text[s:e]
-                out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), is_instruction(raw)))
+                # A sentence naming an excluded term ("subscribers, not publishers") never enters a passage;
+                # the rest of its chunk can still answer (the answer path does not drop whole chunks).
+                out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), is_instruction(raw),
+                                     mentions_excluded(raw, plan.parsed.exclude)))  # fmt: skip
         sentences[doc_id] = out
 
     q_terms = query_terms(plan, extra_query)
@@ -231,11 +259,18 @@ def build_evidence(
             if key not in context_terms:
                 context_terms[key] = frozenset(content_stems(f"{sent.chunk.title} {sent.chunk.heading}"))
     q_set = set(q_terms)
+    asked = frozenset(q_terms) | frozenset(content_stems(plan.original))
+    if re.search(r"\bother\b", plan.original, re.I):
+        asked |= {"other"}
+    # What a row's label must share with the question to be its row: not the company or the period.
+    row_terms = set(q_terms) - set(content_stems(" ".join(p.label for p in plan.parsed.periods)))
+    row_terms -= {t for _s, canonical in plan.parsed.entities for t in content_stems(f"{_s} {canonical}")}
+    row_terms -= {"quarter", "quarterli", "month", "year", "fiscal", "latest", "recent"}
     lexical: dict[int, float] = {}
     for sents in sentences.values():
         for sent in sents:
             # The title alone does not make a sentence about the question: no shared term, no score.
-            if sent.instruction or not sent.terms & q_set:
+            if sent.blocked or not sent.terms & q_set:
                 continue
             around = context_terms[id(sent.chunk)]
             lexical[id(sent)] = (
@@ -264,6 +299,17 @@ def build_evidence(
                 score += _answer_bonus(kind, raw) * score
             if is_boilerplate(raw):
                 score *= BOILERPLATE_FACTOR
+            if score > 0 and kind == "number":
+                # The statement row of the asked measure and period answers "what was X in the quarter";
+                # a narrower measure ("Other revenue", "Cost of revenue") or another span's row does not.
+                fits = row_fits_period(raw, plan.period_scope, plan.original)
+                narrowed = unasked_qualifier(raw, asked)
+                if narrowed:
+                    score *= NARROWER_MEASURE_FACTOR
+                if fits is False:
+                    score *= OTHER_SPAN_FACTOR
+                elif fits and not narrowed and _label_terms(raw) & row_terms:
+                    score *= ASKED_ROW_FACTOR
             sent.score = score
 
     candidates: list[tuple[float, int, int, EvidenceRecord]] = []
@@ -273,7 +319,7 @@ def build_evidence(
         best_score = 0.0
         for _ in range(per_doc_passages):
             pick = max(
-                (i for i in range(len(sents)) if i not in used and not sents[i].instruction),
+                (i for i in range(len(sents)) if i not in used and not sents[i].blocked),
                 key=lambda i: (sents[i].score, -i),
                 default=None,
             )
@@ -287,7 +333,7 @@ def build_evidence(
                 j: int, chunk: RankedChunk = chunk, sents: list[_Sentence] = sents, used: set[int] = used
             ) -> bool:
                 s = sents[j]
-                return s.chunk is chunk and j not in used and not s.instruction and s.score > 0
+                return s.chunk is chunk and j not in used and not s.blocked and s.score > 0
 
             while hi - lo + 1 < MAX_SENTENCES and (
                 (hi + 1 < len(sents) and joinable(hi + 1)) or (lo > 0 and joinable(lo - 1))
@@ -297,8 +343,14 @@ def build_evidence(
                 else:
                     lo -= 1
             if sents[pick].score == 0 and hi == lo and pick + 1 < len(sents) and sents[pick + 1].chunk is chunk:
-                if not sents[pick + 1].instruction:
+                if not sents[pick + 1].blocked:
                     hi = pick + 1  # no lexical anchor (vector-only hit): give the writer some context
+            # Headings only ("ExampleDB 18 release notes / Logical replication"): what they head is the
+            # sentence after them, which may share no word with the question; the writer sees it under them.
+            while (hi + 1 < len(sents) and sents[hi + 1].chunk is chunk and not sents[hi + 1].blocked
+                   and hi + 1 not in used and all(_is_heading_only(chunk.text[sents[j].start : sents[j].end])
+                                                  for j in range(lo, hi + 1))):  # fmt: skip
+                hi += 1
             used.update(range(lo, hi + 1))
             start, end = sents[lo].start, sents[hi].end
             text = chunk.text[start:end]

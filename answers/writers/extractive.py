@@ -282,6 +282,12 @@ def _contains_seq(haystack: list[str], needle: list[str]) -> bool:
     return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
+def mentions_excluded(sentence: str, exclude: Sequence[str]) -> bool:
+    """Whether the sentence names an excluded term (stemmed words in order: "publishers" ~ "publisher")."""
+    stems = [stem(t) for t in tokens(sentence)]
+    return any(_contains_seq(stems, [stem(t) for t in tokens(x)]) for x in exclude if tokens(x))
+
+
 _ANSWER_SHAPE = {
     "number": re.compile(r"\d"),
     "date": re.compile(
@@ -427,6 +433,8 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
                 # "Cost of revenue", "10% or more of total revenue": a share or a cost of the measure.
                 before = stem(words[j - 1].group(0).lower())
                 return before not in asked and before not in _NEUTRAL_QUALIFIERS
+            if low == "other" and "other" not in asked:
+                return True  # "Other revenue was $611 million": what is left after the named lines
             if low in STOPWORDS:
                 break
             w = stem(low)
@@ -713,4 +721,4 @@ class ExtractiveWriter:
         return out
 
 
-__all__ = ["ExtractiveWriter", "split_sentences", "unfit_reason", "writer_release"]
+__all__ = ["ExtractiveWriter", "mentions_excluded", "split_sentences", "unfit_reason", "writer_release"]

@@ -302,3 +302,23 @@ def test_a_comparison_abstains_when_one_figure_has_no_readable_source(cast) -> N
     body = ask(cast.tokens["bob"], "Which is larger: the lodging budget or the airfare budget?")
     assert body["answer"]["abstention"] is not None
     assert body["answer"]["claims"] == [] and body["answer"]["conclusion"] is None
+
+
+# --------------------------------------------------------------------------- negative constraints
+
+
+def test_an_excluded_term_removes_its_sentences_not_the_page_that_also_answers(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "notes", "title": "Release N notes",
+         "text": "Logical replication for subscribers changed: subscribers now apply large transactions with "
+                 "parallel workers.\n\nPublishers can now filter rows by a column list on the publisher side."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Which logical replication changes affect subscribers, not publishers?")
+    texts = [c["text"] for c in body["answer"]["claims"]]
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    assert any("parallel workers" in t for t in texts)
+    assert not any("ublisher" in t for t in texts)  # the publisher-side change is never stated
+    assert not any("ublisher" in e["text"] for e in body["evidence"])  # nor handed to the writer
+    # The search API keeps "-term" semantics: a page naming the excluded term is not listed.
+    r = client_for(cast.tokens["bob"]).get("/api/v1/search", {"q": "logical replication -publishers"})
+    assert r.status_code == 200 and r.json()["results"] == []
