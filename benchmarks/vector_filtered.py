@@ -1,29 +1,47 @@
 """ACL-filtered vector search in Postgres: recall@10 and latency, strategy by strategy.
 
     source /tmp/cairn-<you>/env.bench   # from `python -m cairn.stack services --db bench`
-    .venv/bin/python benchmarks/vector_filtered.py --rows 100000 --queries 200
+    .venv/bin/python benchmarks/vector_filtered.py --rows 100000 --queries 200 --vectors real
 
-The data reproduces the probe in ``../shared/PROBES.md``: random unit 384-d
-vectors, 3 tenants, each row readable by one CNF set "any of 2 of 50 groups"
-(1,225 sets per tenant); a user holds 2 groups, so a query's tenant + ACL filter
-keeps ≈2.6 % of all rows ("selective").  A second scenario ("broad") reads every
-set of the tenant (≈33 %), the case where an exact scan stops paying.
+Vectors (``--vectors``):
+  random  the probe in ``../shared/PROBES.md``: random unit 384-d vectors (the worst case for HNSW and
+          for sign quantisation: no structure at all).
+  real    real passages embedded by the product's embedder (``benchmarks/vector_corpus.py`` writes
+          ``benchmarks/out/vector_corpus/base.npy`` + ``queries.npy``: SciFact, the 18F handbook and the
+          10-Q filings, chunked by the product's chunker).  The first ``len(base)`` rows are the real
+          vectors themselves; every further row is a perturbed copy ``normalise(base[j] + sigma * N(0, I))``
+          of a base row (``--sigma``, per coordinate; j cycles through a shuffled base).  Queries are real
+          questions embedded the same way (BEIR SciFact claims + the 10-Q dev questions), never in the base.
+          The JSON records sigma and the mean nearest-neighbour cosine of the base and of the scaled set.
+
+Tenants and ACL as before: 3 tenants, each row readable by one CNF set "any of 2 of 50 groups" (1,225
+sets per tenant), independent of the vector.  A reader at selectivity f (``--selectivities``, percent of
+one tenant's rows) may read a random ``round(f * 1225)`` of its tenant's sets, so f = 7.8 % is about the
+2-group user of the probe (≈2.6 % of all rows) and f = 100 % the whole tenant (≈33 % of all rows).
 
 Ground truth is exact filtered cosine search in numpy over float32.  Every
 strategy runs once to warm the cache, then ``--queries`` timed queries; we report
 p50/p95/p99 and recall@10 side by side and write
-``benchmarks/out/vector_filtered_<rows>.json`` and ``.png``.
+``benchmarks/out/vector_filtered_<vectors>_<rows>.json`` and ``.png``.  The load average (``os.getloadavg``)
+is recorded at the start and the end of the run and of every selectivity: latencies taken on a loaded
+machine compare strategies within one run only.
 
 Strategies (one SQL statement each, as the product would send it):
-  hnsw_iterative       HNSW (vector_cosine_ops) + filter, hnsw.iterative_scan = relaxed_order
-                       (the probe's 222 ms p95 path)
+  hnsw_iterative       HNSW (vector_cosine_ops) + filter, hnsw.iterative_scan = relaxed_order, the product's
+                       ef_search (the anchor: plain pgvector HNSW + iterative scan)
+  hnsw_<order>_ef<E>[_mst<M>]  the same index with hnsw.iterative_scan = relaxed_order | strict_order,
+                       hnsw.ef_search = E and hnsw.max_scan_tuples = M (default 20,000), e.g.
+                       hnsw_relaxed_ef200_mst50000, hnsw_strict_ef40
   exact_heap           bitmap on the (tenant, acl) btree keys -> heap -> sort by distance (the product's
                        exact path before the covering index)
   exact_cover_float    index-only scan of btree (tenant, acl) INCLUDE (id, embedding) -> sort
   exact_cover_half     the same over a halfvec(384) copy (half the bytes to read)
+  exact_cover_half_par<W>  exact_cover_half with up to W parallel workers (parallel index-only scan; the
+                       parallel cost settings zeroed so the planner takes it)
   hnsw_partial_half    per-tenant partial HNSW on halfvec + iterative scan
   adaptive             count readable rows on the covering index (capped), then exact_cover_half
-                       when <= cap, else hnsw_iterative: what ``PostgresIndexBackend.vector`` does, with
+                       when <= cap, else hnsw_iterative (and exact when HNSW returns fewer than k):
+                       what ``PostgresIndexBackend.vector`` does, with
                        the product's own cap and ef_search (``CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS``,
                        ``CAIRN_HNSW_EF_SEARCH``, read from cairn/settings.py; ``--cap`` overrides)
   bq_rescore_<N>       binary-quantised first pass: hamming distance on binary_quantize(embedding)::bit(384)
@@ -39,6 +57,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -62,43 +81,95 @@ def acl_id(tenant: int, pair_index: int) -> int:
     return tenant * 10_000 + pair_index
 
 
-def make_data(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+CORPUS = OUT / "vector_corpus"
+
+
+def real_vectors(rows: int, seed: int, sigma: float) -> tuple[np.ndarray, dict[str, Any]]:
+    """``rows`` vectors: the real base set, then perturbed copies of it (see the module docstring)."""
+    base = np.load(CORPUS / "base.npy").astype(np.float32)
     rng = np.random.default_rng(seed)
-    vecs = rng.standard_normal((rows, DIM), dtype=np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    n_base = min(rows, len(base))
+    order = rng.permutation(len(base))
+    vecs = np.empty((rows, DIM), dtype=np.float32)
+    vecs[:n_base] = base[order[:n_base]]
+    for start in range(n_base, rows, 50_000):
+        end = min(rows, start + 50_000)
+        src = base[order[np.arange(start, end) % len(base)]]
+        noisy = src + rng.normal(0.0, sigma, src.shape).astype(np.float32)
+        vecs[start:end] = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    info = {
+        "base_rows": int(len(base)), "sigma_per_coordinate": sigma, "copies_per_base_row": rows / len(base),
+        "mean_nn_cosine_base": mean_nn_cosine(base, rng), "mean_nn_cosine_scaled": mean_nn_cosine(vecs, rng),
+        "mean_cosine_copy_to_origin": float(np.mean(np.sum(
+            vecs[n_base:n_base + 2000] * base[order[np.arange(n_base, n_base + 2000) % len(base)]], axis=1)))
+        if rows > n_base else None,
+        "mean_cosine_random_pair_base": float(np.mean(np.sum(base[rng.integers(0, len(base), 2000)]
+                                                             * base[rng.integers(0, len(base), 2000)], axis=1))),
+    }  # fmt: skip
+    return vecs, info
+
+
+def mean_nn_cosine(vecs: np.ndarray, rng: np.random.Generator, sample: int = 500) -> float:
+    """Mean cosine of a row to its nearest other row, over a sample of rows (the clusters' tightness)."""
+    idx = rng.choice(len(vecs), min(sample, len(vecs)), replace=False)
+    best = np.full(len(idx), -2.0, dtype=np.float32)
+    for start in range(0, len(vecs), 200_000):
+        sims = vecs[idx] @ vecs[start : start + 200_000].T
+        own = (idx >= start) & (idx < start + 200_000)
+        sims[np.nonzero(own)[0], idx[own] - start] = -2.0  # not itself
+        best = np.maximum(best, sims.max(axis=1))
+    return float(best.mean())
+
+
+def make_data(rows: int, seed: int, vectors: str = "random",
+              sigma: float = 0.025) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    info: dict[str, Any] = {"kind": vectors}
+    if vectors == "real":
+        vecs, extra = real_vectors(rows, seed, sigma)
+        info.update(extra)
+    else:
+        vecs = rng.standard_normal((rows, DIM), dtype=np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     tenants = rng.integers(0, TENANTS, rows, dtype=np.int32)
     pairs = rng.integers(0, len(PAIRS), rows, dtype=np.int32)
     acls = (tenants * 10_000 + pairs).astype(np.int32)
-    return vecs, tenants, acls
+    return vecs, tenants, acls, info
 
 
-def make_queries(n: int, seed: int, scenario: str) -> list[tuple[np.ndarray, int, list[int]]]:
+def make_queries(n: int, seed: int, selectivity: float, vectors: str = "random"
+                 ) -> list[tuple[np.ndarray, int, list[int]]]:  # fmt: skip
+    """``n`` queries, each (vector, tenant, readable ACL set ids) for a reader of ``selectivity`` % of a tenant."""
     rng = np.random.default_rng(seed + 1)
+    pool = np.load(CORPUS / "queries.npy").astype(np.float32) if vectors == "real" else None
+    picks = rng.choice(len(pool), n, replace=n > len(pool)) if pool is not None else None
+    n_sets = max(1, round(selectivity / 100 * len(PAIRS)))
     out = []
-    for _ in range(n):
-        q = rng.standard_normal(DIM).astype(np.float32)
-        q /= np.linalg.norm(q)
-        tenant = int(rng.integers(0, TENANTS))
-        if scenario == "broad":
-            readable = [acl_id(tenant, i) for i in range(len(PAIRS))]
+    for i in range(n):
+        if pool is not None and picks is not None:
+            q = pool[picks[i]]
         else:
-            held = set(rng.choice(GROUPS, 2, replace=False).tolist())
-            readable = [acl_id(tenant, i) for i, (a, b) in enumerate(PAIRS) if a in held or b in held]
-        out.append((q, tenant, readable))
+            q = rng.standard_normal(DIM).astype(np.float32)
+            q /= np.linalg.norm(q)
+        tenant = int(rng.integers(0, TENANTS))
+        sets = sorted(rng.choice(len(PAIRS), n_sets, replace=False).tolist())
+        out.append((q, tenant, [acl_id(tenant, j) for j in sets]))
     return out
 
 
 def ground_truth(vecs: np.ndarray, tenants: np.ndarray, acls: np.ndarray,
-                 queries: list[tuple[np.ndarray, int, list[int]]], k: int) -> tuple[list[list[int]], float]:  # fmt: skip
-    truth, fractions = [], []
+                 queries: list[tuple[np.ndarray, int, list[int]]], k: int
+                 ) -> tuple[list[list[int]], float, list[int]]:  # fmt: skip
+    truth, fractions, counts = [], [], []
     for q, tenant, readable in queries:
         mask = (tenants == tenant) & np.isin(acls, np.asarray(readable, dtype=np.int32))
         idx = np.nonzero(mask)[0]
         fractions.append(len(idx) / len(vecs))
+        counts.append(len(idx))
         d = 1.0 - vecs[idx] @ q
         order = np.argsort(d, kind="stable")[:k]
         truth.append([int(i) + 1 for i in idx[order]])  # ids are 1-based
-    return truth, float(np.mean(fractions))
+    return truth, float(np.mean(fractions)), counts
 
 
 # Which index each strategy reads (exact_heap bitmap-scans the leading (tenant, acl) keys of a covering index).
@@ -112,12 +183,21 @@ NEEDS: dict[str, set[str]] = {
 }
 
 
+HNSW_VARIANT = re.compile(r"hnsw_(relaxed|strict)_ef(\d+)(?:_mst(\d+))?$")
+
+
 def needs(strategy: str) -> set[str]:
-    return {"cover_bits"} if strategy.startswith("bq_rescore_") else NEEDS[strategy]
+    if strategy.startswith("bq_rescore_"):
+        return {"cover_bits"}
+    if HNSW_VARIANT.match(strategy):
+        return {"hnsw"}
+    if strategy.startswith("exact_cover_half_par"):
+        return {"cover_half"}
+    return NEEDS[strategy]
 
 
 def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.ndarray, acls: np.ndarray,
-         indexes: set[str]) -> dict[str, float]:  # fmt: skip
+         indexes: set[str], maintenance_work_mem: str = "1GB") -> dict[str, float]:  # fmt: skip
     t: dict[str, float] = {}
     conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     conn.execute(f"CREATE SCHEMA {schema}")
@@ -152,7 +232,8 @@ def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.nd
                  f"CREATE INDEX items_hnsw_half_t{tenant} ON {schema}.items USING hnsw (emb_half halfvec_cosine_ops) "
                  f"WITH (m = 16, ef_construction = 64) WHERE tenant_id = {tenant}")
             )  # fmt: skip
-    conn.execute("SET maintenance_work_mem = '1GB'")
+    # The 1M-row HNSW graph needs about 2 GB; a graph that outgrows maintenance_work_mem builds far slower.
+    conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
     for name, sql in steps:
         t0 = time.perf_counter()
         conn.execute(sql)
@@ -164,6 +245,12 @@ def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.nd
     return t
 
 
+def one(row: tuple[Any, ...] | None) -> Any:
+    """The first column of a row that the query always returns."""
+    assert row is not None
+    return row[0]
+
+
 def vec_literal(q: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7f}" for x in q) + "]"
 
@@ -173,6 +260,16 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
     """One query, in its own transaction with SET LOCAL planner settings; returns (ids, plan tag)."""
     v = vec_literal(q)
     tag = name
+    order, max_scan = "relaxed_order", None
+    variant = HNSW_VARIANT.match(name)
+    if variant:
+        order, ef_search = f"{variant.group(1)}_order", int(variant.group(2))
+        max_scan = int(variant.group(3)) if variant.group(3) else None
+        name = "hnsw_iterative"
+    workers = 0
+    if name.startswith("exact_cover_half_par"):
+        workers, name = int(name.removeprefix("exact_cover_half_par") or 2), "exact_cover_half"
+    n = -1
     with conn.transaction(), conn.cursor() as cur:
         if name == "adaptive":
             cur.execute("SET LOCAL enable_bitmapscan = off")
@@ -181,12 +278,14 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 f"LIMIT %s) s",
                 [tenant, readable, cap + 1],
             )
-            n = cur.fetchone()[0]
+            n = one(cur.fetchone())
             name = "exact_cover_half" if n <= cap else "hnsw_iterative"
             tag = f"adaptive->{name}"
         if name == "hnsw_iterative":
-            cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur.execute(f"SET LOCAL hnsw.iterative_scan = {order}")
             cur.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            if max_scan is not None:
+                cur.execute(f"SET LOCAL hnsw.max_scan_tuples = {int(max_scan)}")
             cur.execute("SET LOCAL enable_bitmapscan = off")
             cur.execute("SET LOCAL enable_seqscan = off")
             cur.execute("SET LOCAL enable_sort = off")  # the ordered HNSW scan, never scan + sort
@@ -197,7 +296,9 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 f"SELECT id FROM nn ORDER BY d, id",
                 [v, tenant, readable, v, k],
             )
-        elif name == "exact_heap":
+            if tag == "adaptive->hnsw_iterative" and cur.rowcount < min(k, n):
+                name, tag = "exact_cover_half", "adaptive->hnsw_iterative+exact-fallback"  # as the product does
+        if name == "exact_heap":
             # Bitmap on the (tenant, acl) keys, then the heap: the product's exact path without a covering index.
             cur.execute("SET LOCAL enable_indexscan = off")
             cur.execute("SET LOCAL enable_seqscan = off")
@@ -210,6 +311,12 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
             col, typ = ("embedding", "vector") if name == "exact_cover_float" else ("emb_half", "halfvec")
             cur.execute("SET LOCAL enable_bitmapscan = off")
             cur.execute("SET LOCAL enable_seqscan = off")
+            if workers:
+                cur.execute(f"SET LOCAL max_parallel_workers_per_gather = {workers}")
+                cur.execute("SET LOCAL parallel_setup_cost = 0")
+                cur.execute("SET LOCAL parallel_tuple_cost = 0")
+                cur.execute("SET LOCAL min_parallel_index_scan_size = 0")
+                cur.execute("SET LOCAL min_parallel_table_scan_size = 0")
             cur.execute(
                 f"SELECT id FROM (SELECT id, {col} <=> %s::{typ} AS d FROM {schema}.items "
                 f"WHERE tenant_id = %s AND acl_set_id = ANY(%s) OFFSET 0) s ORDER BY d, id LIMIT %s",
@@ -240,7 +347,7 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 f"LIMIT %s) SELECT id FROM nn ORDER BY d, id",
                 [v, readable, v, k],
             )
-        else:
+        elif name != "hnsw_iterative":
             raise ValueError(name)
         return [int(r[0]) for r in cur.fetchall()], tag
 
@@ -249,7 +356,7 @@ def explain(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray, ten
             k: int) -> str:  # fmt: skip
     """The plan's node types, to show which index each strategy really used."""
     if name == "adaptive":
-        return "count on the covering index, then exact_cover_half or hnsw_iterative"
+        return "count on the covering index, then exact_cover_half or hnsw_iterative (+ exact fallback)"
     orig_execute = psycopg.Cursor.execute
     plans: list[str] = []
 
@@ -299,31 +406,38 @@ def main() -> int:
     ap.add_argument("--no-hnsw", action="store_true", help="skip every HNSW index and strategy (1M rows on 2 cores)")
     ap.add_argument("--strategies", default="hnsw_iterative,exact_heap,exact_cover_float,exact_cover_half,"
                                             "hnsw_partial_half,adaptive")  # fmt: skip
-    ap.add_argument("--scenarios", default="selective,broad")
+    ap.add_argument("--selectivities", default="1,2.6,7.8,33,100",
+                    help="reader selectivities, percent of one tenant's rows")  # fmt: skip
+    ap.add_argument("--vectors", choices=["random", "real"], default="random")
+    ap.add_argument("--sigma", type=float, default=0.025, help="--vectors real: per-coordinate noise of the copies")
+    ap.add_argument("--maintenance-work-mem", default="1GB", help="for the index builds (3GB for a 1M HNSW)")
+    ap.add_argument("--tag", default="", help="suffix of the output file names")
     args = ap.parse_args()
+    load_start = os.getloadavg()
     if not args.dsn:
         print("set CAIRN_PG_SUPERUSER_URL (source /tmp/cairn-<you>/env.bench) or pass --dsn", file=sys.stderr)
         return 2
     product = product_settings()
     if args.cap is None:
         args.cap = product["VECTOR_EXACT_SCAN_MAX_ROWS"]
-    schema = f"bench_vf_{args.rows}"
+    schema = f"bench_vf_{args.vectors}_{args.rows}"
     strategies = [s for s in args.strategies.split(",") if s]
     if args.no_partial:
         strategies = [s for s in strategies if s != "hnsw_partial_half"]
     if args.no_hnsw:
         strategies = [s for s in strategies if not s.startswith("hnsw") and s != "adaptive"]
     indexes = set().union(*(needs(s) for s in strategies)) if strategies else set()
-    vecs, tenants, acls = make_data(args.rows, args.seed)
+    vecs, tenants, acls, vector_info = make_data(args.rows, args.seed, args.vectors, args.sigma)
+    print(f"vectors: {json.dumps(vector_info)}", flush=True)
     conn = psycopg.connect(args.dsn, autocommit=True)
     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     register_vector(conn)
-    exists = conn.execute("SELECT to_regclass(%s)", [f"{schema}.items"]).fetchone()[0] is not None
+    exists = one(conn.execute("SELECT to_regclass(%s)", [f"{schema}.items"]).fetchone()) is not None
     build: dict[str, float] = {}
     if not (args.reuse and exists):
         print(f"loading {args.rows} rows into {schema} ...", flush=True)
-        build = load(conn, schema, vecs, tenants, acls, indexes)
-    sizes = dict(
+        build = load(conn, schema, vecs, tenants, acls, indexes, args.maintenance_work_mem)
+    sizes: dict[str, int] = dict(
         conn.execute(
             "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s",
@@ -341,18 +455,28 @@ def main() -> int:
     ).fetchall()}  # fmt: skip
     results: dict[str, Any] = {
         "rows": args.rows, "dim": DIM, "k": args.k, "queries": args.queries, "cap": args.cap,
+        "vectors": vector_info, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg_start": load_start, "nproc": os.cpu_count(),
         "product_settings": product, "strategies": strategies, "indexes_built": sorted(indexes), "build": build,
         "sizes_bytes": sizes, "pg_settings": settings, "cpu_count": os.cpu_count(),
-        "pg_version": conn.execute("SHOW server_version").fetchone()[0],
-        "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()[0],
+        "pg_version": one(conn.execute("SHOW server_version").fetchone()),
+        "pgvector": one(conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()),
+        "loadavg_after_build": os.getloadavg(),
         "scenarios": {},
     }  # fmt: skip
-    for scenario in [s for s in args.scenarios.split(",") if s]:
-        queries = make_queries(args.queries, args.seed, scenario)
-        truth, frac = ground_truth(vecs, tenants, acls, queries, args.k)
-        print(f"\n== {scenario}: filter keeps {frac * 100:.2f} % of rows, {args.queries} queries, k={args.k}")
-        print(f"{'strategy':22} {'recall@10':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  plan")
-        sc: dict[str, Any] = {"filter_fraction": frac, "strategies": {}}
+    OUT.mkdir(parents=True, exist_ok=True)
+    stem = OUT / f"vector_filtered_{args.vectors}_{args.rows}{args.tag}"
+    for sel in [float(x) for x in args.selectivities.split(",") if x]:
+        scenario = f"tenant_{sel:g}pct"
+        queries = make_queries(args.queries, args.seed, sel, args.vectors)
+        truth, frac, counts = ground_truth(vecs, tenants, acls, queries, args.k)
+        print(f"\n== {scenario}: a reader of {sel:g} % of a tenant; filter keeps {frac * 100:.2f} % of all rows "
+              f"(median {statistics.median(counts):,.0f} readable), {args.queries} queries, k={args.k}")  # fmt: skip
+        print(f"{'strategy':30} {'recall@10':>9} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}  plan")
+        sc: dict[str, Any] = {"selectivity_pct_of_tenant": sel, "filter_fraction": frac,
+                              "readable_rows_median": statistics.median(counts), "readable_rows_min": min(counts),
+                              "readable_rows_max": max(counts), "loadavg_start": os.getloadavg(),
+                              "strategies": {}}  # fmt: skip
         for name in strategies:
             for q, tenant, readable in queries[: min(20, len(queries))]:  # warm the cache
                 run_strategy(conn, schema, name, q, tenant, readable, args.k, args.cap, product["HNSW_EF_SEARCH"])
@@ -366,18 +490,21 @@ def main() -> int:
                 tags.add(tag)
                 recalls.append(len(set(ids) & set(gt)) / max(1, len(gt)))
             q0, t0_, r0 = queries[0]
-            row = {
+            row: dict[str, Any] = {
                 "recall_at_10": statistics.mean(recalls), "min_recall": min(recalls),
                 "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95), "p99_ms": pct(lat, 99),
                 "mean_ms": statistics.mean(lat), "paths": sorted(tags),
                 "plan": explain(conn, schema, name, q0, t0_, r0, args.k),
             }  # fmt: skip
             sc["strategies"][name] = row
-            print(f"{name:22} {row['recall_at_10']:9.3f} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f} "
+            print(f"{name:30} {row['recall_at_10']:9.3f} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f} "
                   f"{row['p99_ms']:8.1f}  {','.join(row['paths'])}", flush=True)  # fmt: skip
+        sc["loadavg_end"] = os.getloadavg()
         results["scenarios"][scenario] = sc
-    OUT.mkdir(parents=True, exist_ok=True)
-    stem = OUT / f"vector_filtered_{args.rows}"
+        results["loadavg_end"] = os.getloadavg()
+        stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str))  # after each selectivity
+    results["loadavg_end"] = os.getloadavg()
+    results["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str))
     plot(results, stem.with_suffix(".png"))
     print(f"\nwrote {stem}.json and {stem}.png")
@@ -391,7 +518,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     scen = list(results["scenarios"])
-    fig, axes = plt.subplots(1, len(scen), figsize=(6 * len(scen), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(scen), figsize=(5.5 * len(scen), 0.35 * max(
+        len(results["scenarios"][s]["strategies"]) for s in scen) + 2.5), squeeze=False)
     for ax, s in zip(axes[0], scen, strict=True):
         rows = results["scenarios"][s]["strategies"]
         names = list(rows)
@@ -407,7 +535,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("latency ms (log); dashed = 25 ms goal")
         frac = results["scenarios"][s]["filter_fraction"] * 100
-        ax.set_title(f"{s}: filter keeps {frac:.1f} % of {results['rows']:,} rows")
+        ax.set_title(f"{s}: {frac:.1f} % of {results['rows']:,} {results['vectors']['kind']} rows", fontsize=9)
         ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
