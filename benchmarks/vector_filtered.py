@@ -427,6 +427,7 @@ def main() -> int:
     ap.add_argument("--tag", default="", help="suffix of the output file names")
     args = ap.parse_args()
     load_start = os.getloadavg()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if not args.dsn:
         print("set CAIRN_PG_SUPERUSER_URL (source /tmp/cairn-<you>/env.bench) or pass --dsn", file=sys.stderr)
         return 2
@@ -471,7 +472,7 @@ def main() -> int:
     ).fetchall()}  # fmt: skip
     results: dict[str, Any] = {
         "rows": args.rows, "dim": DIM, "k": args.k, "queries": args.queries, "cap": args.cap,
-        "vectors": vector_info, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "vectors": vector_info, "started_utc": started,
         "loadavg_start": load_start, "nproc": os.cpu_count(),
         "product_settings": product, "strategies": strategies, "indexes_built": sorted(indexes), "build": build,
         "sizes_bytes": sizes, "pg_settings": settings, "cpu_count": os.cpu_count(),
