@@ -205,7 +205,8 @@ def needs(strategy: str) -> set[str]:
 
 
 def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.ndarray, acls: np.ndarray,
-         indexes: set[str], maintenance_work_mem: str = "1GB") -> dict[str, float]:  # fmt: skip
+         indexes: set[str], maintenance_work_mem: str = "1GB", hnsw_m: int = 16,
+         hnsw_ef_construction: int = 64) -> dict[str, float]:  # fmt: skip
     t: dict[str, float] = {}
     conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     conn.execute(f"CREATE SCHEMA {schema}")
@@ -230,7 +231,7 @@ def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.nd
         ("cover_bits_s", f"CREATE INDEX items_cover_bits ON {schema}.items (tenant_id, acl_set_id) "
                          f"INCLUDE (id, emb_bits)"),
         ("hnsw_s", f"CREATE INDEX items_hnsw ON {schema}.items USING hnsw (embedding vector_cosine_ops) "
-                   f"WITH (m = 16, ef_construction = 64)"),
+                   f"WITH (m = {int(hnsw_m)}, ef_construction = {int(hnsw_ef_construction)})"),
     ]  # fmt: skip
     steps = [st for st in steps if st[0].removesuffix("_s") in indexes]
     if "hnsw_partial_half" in indexes:
@@ -424,6 +425,8 @@ def main() -> int:
     ap.add_argument("--vectors", choices=["random", "real"], default="random")
     ap.add_argument("--sigma", type=float, default=0.025, help="--vectors real: per-coordinate noise of the copies")
     ap.add_argument("--maintenance-work-mem", default="1GB", help="for the index builds (3GB for a 1M HNSW)")
+    ap.add_argument("--hnsw-m", type=int, default=16, help="HNSW m of the hnsw index (the product's is 16)")
+    ap.add_argument("--hnsw-ef-construction", type=int, default=64, help="HNSW ef_construction (the product's: 64)")
     ap.add_argument("--tag", default="", help="suffix of the output file names")
     args = ap.parse_args()
     load_start = os.getloadavg()
@@ -437,6 +440,8 @@ def main() -> int:
     schema = f"bench_vf_{args.vectors}_{args.rows}"
     if args.vectors == "real" and args.sigma != 0.025:
         schema += f"_s{round(args.sigma * 1000):03d}"  # another perturbation: its own tables
+    if (args.hnsw_m, args.hnsw_ef_construction) != (16, 64):
+        schema += f"_m{args.hnsw_m}efc{args.hnsw_ef_construction}"
     strategies = [s for s in args.strategies.split(",") if s]
     if args.no_partial:
         strategies = [s for s in strategies if s != "hnsw_partial_half"]
@@ -453,7 +458,8 @@ def main() -> int:
     build: dict[str, float] = {}
     if not (args.reuse and exists):
         print(f"loading {args.rows} rows into {schema} ...", flush=True)
-        build = load(conn, schema, vecs, tenants, acls, indexes, args.maintenance_work_mem)
+        hnsw_params = (args.hnsw_m, args.hnsw_ef_construction)
+        build = load(conn, schema, vecs, tenants, acls, indexes, args.maintenance_work_mem, *hnsw_params)
     sizes: dict[str, int] = dict(
         conn.execute(
             "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -472,6 +478,7 @@ def main() -> int:
     ).fetchall()}  # fmt: skip
     results: dict[str, Any] = {
         "rows": args.rows, "dim": DIM, "k": args.k, "queries": args.queries, "cap": args.cap,
+        "hnsw_build": {"m": args.hnsw_m, "ef_construction": args.hnsw_ef_construction},
         "vectors": vector_info, "started_utc": started,
         "loadavg_start": load_start, "nproc": os.cpu_count(),
         "product_settings": product, "strategies": strategies, "indexes_built": sorted(indexes), "build": build,
@@ -542,8 +549,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     scen = list(results["scenarios"])
     if not scen:
         return  # a build-only run (--selectivities "")
-    fig, axes = plt.subplots(1, len(scen), figsize=(5.5 * len(scen), 0.35 * max(
-        len(results["scenarios"][s]["strategies"]) for s in scen) + 2.5), squeeze=False)
+    most = max(len(results["scenarios"][s]["strategies"]) for s in scen)
+    fig, axes = plt.subplots(1, len(scen), figsize=(5.5 * len(scen), 0.35 * most + 2.5), squeeze=False)
     for ax, s in zip(axes[0], scen, strict=True):
         rows = results["scenarios"][s]["strategies"]
         names = list(rows)
