@@ -28,7 +28,13 @@ from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import attribute_synonyms, content_stems
 from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type
-from answers.writers.extractive import mentions_excluded, row_fits_period, split_sentences, unasked_qualifier
+from answers.writers.extractive import (
+    mentions_excluded,
+    row_fits_period,
+    row_label,
+    split_sentences,
+    unasked_qualifier,
+)
 
 if TYPE_CHECKING:
     from retrieval.search import RankedChunk
@@ -92,14 +98,6 @@ _DATE_RE = re.compile(
     r"|\b(?:within|before|after|by)\s+\d+\s+(?:business\s+)?(?:days?|weeks?|months?)\b",
     re.I,
 )
-
-
-_ROW_LABEL_RE = re.compile(r"^([^:;]{2,120}): ")
-
-
-def _label_terms(sentence: str) -> set[str]:
-    m = _ROW_LABEL_RE.match(sentence)
-    return set(content_stems(m.group(1))) if m else set()
 
 
 def _is_heading_only(text: str) -> bool:
@@ -308,7 +306,7 @@ def build_evidence(
                     score *= NARROWER_MEASURE_FACTOR
                 if fits is False:
                     score *= OTHER_SPAN_FACTOR
-                elif fits and not narrowed and _label_terms(raw) & row_terms:
+                elif fits and not narrowed and set(content_stems(row_label(raw) or "")) & row_terms:
                     score *= ASKED_ROW_FACTOR
             sent.score = score
 

@@ -334,6 +334,20 @@ def _asked_span(question: str) -> str:
     return "six" if m.group(2) else "twelve"
 
 
+def _wanted_ends(period_ends: Sequence[str], question: str) -> list[date]:
+    """The period ends a cell may match: the resolved ones and any "... ended July 1, 2023" the question
+    names in full (a six- or nine-month span the quarter resolver does not bind)."""
+    named = [f"{y}-{_MONTHS[mo.lower()]:02d}-{int(d):02d}" for mo, d, y in _ENDED_RE.findall(question)
+             if mo.lower() in _MONTHS]  # fmt: skip
+    wanted = []
+    for iso in [*period_ends, *named]:
+        try:
+            wanted.append(date.fromisoformat(iso[:10]))
+        except ValueError:
+            continue
+    return wanted
+
+
 def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) -> tuple[str, bool] | None:
     """The row label with only the cell of the asked period, or None to keep the whole row.
 
@@ -347,15 +361,7 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
     m = _ROW_RE.match(sentence)
     if not m:
         return None
-    # "for the nine months ended July 1, 2023": a span the quarter resolver does not bind, named in full.
-    named = [f"{y}-{_MONTHS[mo.lower()]:02d}-{int(d):02d}" for mo, d, y in _ENDED_RE.findall(question)
-             if mo.lower() in _MONTHS]  # fmt: skip
-    wanted = []
-    for iso in [*period_ends, *named]:
-        try:
-            wanted.append(date.fromisoformat(iso[:10]))
-        except ValueError:
-            continue
+    wanted = _wanted_ends(period_ends, question)
     if not wanted:
         return None
     span = _asked_span(question)
@@ -402,6 +408,12 @@ _POST_QUALIFIER_RE = re.compile(
 )
 
 
+def row_label(sentence: str) -> str | None:
+    """The label of a statement row tables.py rendered ("Net income" of "Net income: $680 million, ...")."""
+    m = _ROW_LABEL_RE.match(sentence)
+    return m.group("label") if m and _ANY_CELL_RE.search(sentence, m.end()) else None
+
+
 def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
     """Whether the first asked measure in the sentence is narrowed by words the question does not use.
 
@@ -409,15 +421,15 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
     "Net income attributable to the non-controlling interest" and "Net income (cash flows from operating
     activities)" are not the net income asked about.  ``asked``: the question's stems with synonyms.
     """
-    row = _ROW_LABEL_RE.match(sentence)
-    if row and _ANY_CELL_RE.search(sentence, row.end()):
+    row = row_label(sentence)
+    if row is not None:
         # A statement row's label is a noun phrase: any word in it the question does not use narrows it.
         # "Intel Foundry Services (net revenue)", "Income tax expense (benefit)", "Cost of revenue".
-        label = set(content_stems(row["label"]))
+        label = set(content_stems(row))
         if label & _MEASURE_STEMS and not label & _MEASURE_STEMS & asked:
             return True  # another measure's row: "Net revenue" when net income was asked
         if label & _MEASURE_STEMS & asked:
-            if "other" in row["label"].lower().split() and "other" not in asked:
+            if "other" in row.lower().split() and "other" not in asked:
                 return True  # "All other (net revenue)", "Other income": what is left after the named lines
             return bool({t for t in label if t not in asked and t not in _NEUTRAL_QUALIFIERS})
     words = list(_WORD_RE.finditer(sentence))
@@ -466,14 +478,7 @@ def row_fits_period(sentence: str, period_ends: Sequence[str], question: str) ->
     cells = list(_ANY_CELL_RE.finditer(sentence))
     if not cells:
         return None
-    wanted = []
-    named = [f"{y}-{_MONTHS[mo.lower()]:02d}-{int(d):02d}" for mo, d, y in _ENDED_RE.findall(question)
-             if mo.lower() in _MONTHS]  # fmt: skip
-    for iso in [*period_ends, *named]:
-        try:
-            wanted.append(date.fromisoformat(iso[:10]))
-        except ValueError:
-            continue
+    wanted = _wanted_ends(period_ends, question)
     if not wanted:
         return None
     span = _asked_span(question)
@@ -721,4 +726,13 @@ class ExtractiveWriter:
         return out
 
 
-__all__ = ["ExtractiveWriter", "mentions_excluded", "split_sentences", "unfit_reason", "writer_release"]
+__all__ = [
+    "ExtractiveWriter",
+    "mentions_excluded",
+    "row_fits_period",
+    "row_label",
+    "split_sentences",
+    "unasked_qualifier",
+    "unfit_reason",
+    "writer_release",
+]
