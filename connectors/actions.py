@@ -33,6 +33,7 @@ from core.http import BlockedDestination, origin_of
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
+    acl_update_targets,
     do_create_source,
     do_enqueue_acl_update,
     do_enqueue_delete,
@@ -357,8 +358,9 @@ def _short(value: str) -> str:
 
 
 def apply_sync_op(instance: ConnectorInstance, op: SyncOp, *, run_id: str, backfill: bool = False,
-                  restore: bool = False) -> str:  # fmt: skip
-    """Apply one connector op through the retrieval domain functions; returns the counter it bumps.
+                  restore: bool = False) -> str | None:  # fmt: skip
+    """Apply one connector op through the retrieval domain functions; returns the counter it bumps
+    (``None``: an ACL update that changed nothing and queued nothing).
 
     Upserts are de-duplicated by (external id, version, content) inside ``do_enqueue_document``;
     deletes and ACL updates carry the run id in their event id, so a later run can repeat an
@@ -376,10 +378,15 @@ def apply_sync_op(instance: ConnectorInstance, op: SyncOp, *, run_id: str, backf
                           event_id=f"del:{run_id}:{_short(op.external_id)}:{op.source_version}")  # fmt: skip
         return "docs_deleted"
     if isinstance(op, UpdateAcl):
+        # Only where the stored ACL differs (or events of the item still pend): a permission walk of
+        # an unchanged site queues nothing, so a revocation is not queued behind thousands of no-ops.
         clauses = normalise_acl(op.acl)
-        do_enqueue_acl_update(source, op.external_id, clauses, source_version=op.source_version,
-                              event_id=f"acl:{run_id}:{_short(op.external_id + repr(clauses))}")  # fmt: skip
-        return "acl_updates"
+        targets = acl_update_targets(source, op.external_id, clauses, inherited_by_container=op.inherited_by_container)
+        for external_id in targets:
+            version = op.source_version if external_id == op.external_id else None
+            do_enqueue_acl_update(source, external_id, clauses, source_version=version,
+                                  event_id=f"acl:{run_id}:{_short(external_id + repr(clauses))}")  # fmt: skip
+        return "acl_updates" if targets else None
     if isinstance(op, SetGroupMembers):
         do_set_group_members(op.group_principal, op.member_principals, display_name=op.display_name,
                              source_kind=instance.kind)  # fmt: skip

@@ -36,11 +36,19 @@ class DeleteDocument:
 
 @dataclass(frozen=True)
 class UpdateAcl:
-    """ACL-only change (the fast path: no re-extraction, no re-embedding)."""
+    """ACL-only change (the fast path: no re-extraction, no re-embedding).
+
+    The applier queues it only where the ACL differs from the one stored for the item (or the
+    item has events still pending): an unchanged ACL queues nothing.  ``inherited_by_container``:
+    the documents of the same source already indexed with this value as ``metadata.container_id``
+    (a Confluence page's attachments) carry the same ACL; the applier finds them in the index, so
+    the connector need not list them at the source.
+    """
 
     external_id: str
     acl: Acl
     source_version: int | None = None
+    inherited_by_container: str = ""
 
 
 @dataclass(frozen=True)

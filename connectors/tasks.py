@@ -108,9 +108,9 @@ def _drive(tenant_id: int, instance: ConnectorInstance, state: SyncState, connec
         for op, cp in getattr(connector, METHODS[mode])(checkpoint):
             with tenant_context(tenant_id):
                 counter = apply_sync_op(instance, op, run_id=run_id, backfill=mode == "full")
+                bumps = {counter: F(counter) + 1} if counter else {}
                 updated = SyncState.objects.filter(pk=state.pk, run_id=run_id).update(
-                    checkpoint=cp, heartbeat_at=timezone.now(), ops_applied=F("ops_applied") + 1,
-                    **{counter: F(counter) + 1},
+                    checkpoint=cp, heartbeat_at=timezone.now(), ops_applied=F("ops_applied") + 1, **bumps,
                 )  # fmt: skip
                 if not updated:
                     # The run was replaced meanwhile: roll this op back with it (nothing half-written).

@@ -12,11 +12,12 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, document_payload, normalise_acl, without_nul
-from retrieval.models import IngestEvent, Source
-from retrieval.permissions import bump_acl_version
+from retrieval.models import Document, IngestEvent, Source
+from retrieval.permissions import acl_digest, bump_acl_version
 from retrieval.tasks import enqueue_ingest_event
 from tenants.audit import Actor, do_record_audit_event
 from tenants.context import require_tenant_id
@@ -89,6 +90,56 @@ def do_enqueue_acl_update(source: Source, external_id: str, acl: Acl, *, source_
         source, event_id=eid, kind="acl", external_id=external_id, payload={"acl": clauses}, content=None,
         source_version=source_version, priority=PRIORITY_PERMISSIONS,
     )  # fmt: skip
+
+
+def acl_update_targets(source: Source, external_id: str, acl: Acl, *, inherited_by_container: str = "") -> list[str]:
+    """The items an ACL update must still be queued for: those whose stored ACL differs from ``acl``.
+
+    An item counts as differing when its indexed document (not deleted) has another permission
+    set, or when any event of it is still pending: a queued upsert or ACL event carries an older
+    ACL that would land after this one was skipped (``apply_overtaken`` orders them, the newer
+    observation then wins).  An item neither indexed nor pending needs nothing.
+    ``inherited_by_container``: also the documents of ``source`` whose ``metadata.container_id`` is
+    that value (they carry the container's ACL, e.g. Confluence attachments), looked up by the
+    ``document_container_id`` index; when the container's own ACL changed, also those whose first
+    upsert is still pending (not yet a document).  Read-only: it queues nothing itself.
+    """
+    digest = acl_digest(normalise_acl(acl))
+    pending = IngestEvent.objects.filter(source=source, status=IngestEvent.Status.PENDING)
+
+    def stale(eid: str, stored_digest: str | None, exists: bool) -> bool:
+        if pending.filter(external_id=eid).exists():
+            return True
+        return exists and stored_digest != digest
+
+    row = Document.objects.filter(source=source, external_id=external_id, deleted=False).values_list(
+        "acl_set__digest", flat=True
+    )
+    stored = list(row[:1])
+    own_stale = stale(external_id, stored[0] if stored else None, bool(stored))
+    targets = [external_id] if own_stale else []
+    if inherited_by_container:
+        inheritors = (
+            Document.objects.filter(source=source, deleted=False)
+            .annotate(container_key=KeyTextTransform("container_id", "metadata"))
+            .filter(container_key=inherited_by_container)
+            .exclude(external_id=external_id)
+            .values_list("external_id", "acl_set__digest")
+        )
+        seen = set()
+        for eid, stored_digest in inheritors:
+            seen.add(eid)
+            if stale(eid, stored_digest, True):
+                targets.append(eid)
+        if own_stale:
+            waiting = (
+                pending.filter(kind="upsert", payload__metadata__container_id=inherited_by_container)
+                .exclude(external_id=external_id)
+                .values_list("external_id", flat=True)
+                .distinct()
+            )
+            targets += sorted(set(waiting) - seen)
+    return targets
 
 
 def do_set_group_members(group_principal: str, member_principals: list[str] | tuple[str, ...], *,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models import F
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
@@ -85,6 +87,9 @@ class Document(TenantScopedModel):
         indexes = [
             models.Index(fields=["tenant", "content_fingerprint"]),
             models.Index(fields=["tenant", "canonical_url"]),
+            # The documents that carry a container's ACL (Confluence attachments of a page), found by
+            # retrieval.actions.acl_update_targets on every permission-sync op (issue 15).
+            models.Index(F("source"), KeyTextTransform("container_id", "metadata"), name="document_container_id"),
         ]
 
 
