@@ -55,6 +55,12 @@ MEDIA_HOST = "api.media.atlassian.com"
 INLINE_RETRY_BUDGET_S = 2.0
 
 
+# The expansions the ACL listing asks for (documented on v1 GET /wiki/rest/api/content, see
+# ``ConfluenceClient.acl_listing_batch``); blog posts have no ancestors.
+ACL_LISTING_EXPAND_NO_ANCESTORS = "restrictions.read.restrictions.user,restrictions.read.restrictions.group"
+ACL_LISTING_EXPAND = ACL_LISTING_EXPAND_NO_ANCESTORS + ",ancestors"
+
+
 class ConfluenceApiError(ConnectorError):
     """A non-retryable HTTP error from Confluence (``status`` kept for callers that branch on it)."""
 
@@ -285,6 +291,36 @@ class ConfluenceClient:
                 return None
             raise
 
+    def acl_listing_batch(self, kind: str, space_key: str, next_url: str | None = None) -> Batch:
+        """One page of a space's current pages or blog posts WITH their read restrictions and ancestors.
+
+        v1 ``GET /wiki/rest/api/content`` (https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-content/#api-wiki-rest-api-content-get)
+        lists a space's content by ``spaceKey`` + ``type`` + ``status`` with start/limit paging
+        (``_links.next`` relative to ``/wiki``), and its ``expand`` documents
+        ``restrictions.read.restrictions.user`` ("the users that have permission to read the
+        content"), ``restrictions.read.restrictions.group`` and ``ancestors`` ("the parent content,
+        if the content is a page").  So one request answers what the per-item walk asked three
+        requests per page for.  v2 has no equivalent (its listings expand nothing); the endpoint is
+        marked "Deprecated, use Confluence's v2 API" but served, and the connector falls back to the
+        v2 per-item walk if it stops answering (``ConfluenceConnector._acl_listing``).  The expanded
+        user/group lists are themselves paged collections (``UserArray`` / ``GroupArray``: results,
+        start, limit, size); ``expanded_read_restriction`` treats one that may be cut short as
+        unknown, and the caller then asks ``read_restriction`` for that item alone.
+        """
+        if next_url:
+            return self.batch(next_url)
+        return self.batch(
+            f"{V1}/content",
+            {
+                "spaceKey": space_key,
+                "type": kind,
+                "status": "current",
+                "expand": ACL_LISTING_EXPAND if kind == "page" else ACL_LISTING_EXPAND_NO_ANCESTORS,
+                "start": 0,
+                "limit": self.page_size,
+            },
+        )
+
     def ancestors(self, page_id: str) -> list[dict[str, Any]]:
         """Ancestors of a page, top-level first (as the v2 API orders them)."""
         return list(self.iterate(f"{V2}/pages/{_seg(page_id)}/ancestors", {"limit": 250}))
@@ -375,3 +411,44 @@ def _seg(value: str) -> str:
 def _safe_item(url: str) -> str:
     """The path only: never echo query strings (CQL, cursors) or credentials into admin-facing errors."""
     return urlsplit(url).path
+
+
+def expanded_read_restriction(item: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]] | None:
+    """The item's own read restriction from a listing's ``restrictions.read`` expansion.
+
+    ``{"user": [...], "group": [...]}`` (both empty: unrestricted), or ``None`` when the listing did
+    not carry it whole: not expanded (still under ``_expandable``), not a list, or a sub-collection
+    that may have been cut short (a ``next`` link, ``size`` reaching ``limit``, or ``totalSize`` /
+    ``size`` above what was returned).  ``None`` never means "unrestricted": the caller reads the
+    item's restriction on its own (``read_restriction``), so a truncated list cannot grant more
+    than Confluence does.
+    """
+    restrictions = item.get("restrictions")
+    read = restrictions.get("read") if isinstance(restrictions, Mapping) else None
+    parts = read.get("restrictions") if isinstance(read, Mapping) else None
+    if not isinstance(parts, Mapping):
+        return None
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key in ("user", "group"):
+        part = parts.get(key)
+        if not isinstance(part, Mapping) or not isinstance(part.get("results"), list):
+            return None
+        results = [r for r in part["results"] if isinstance(r, Mapping)]
+        if len(results) != len(part["results"]) or _maybe_truncated(part, len(results)):
+            return None
+        out[key] = [dict(r) for r in results]
+    return out
+
+
+def _maybe_truncated(part: Mapping[str, Any], returned: int) -> bool:
+    links = part.get("_links")
+    if isinstance(links, Mapping) and links.get("next"):
+        return True
+    limit, size, total = part.get("limit"), part.get("size"), part.get("totalSize")
+    if isinstance(size, int) and size > returned:
+        return True
+    if isinstance(total, int) and total > returned:
+        return True
+    # A full page may have a next one that the response does not link: ask for the whole list
+    # (``limit`` 0 with nothing returned says nothing about who is listed either).
+    return isinstance(limit, int) and returned >= limit

@@ -37,7 +37,7 @@ from connectors.base import (
     UpdateAcl,
     UpsertDocument,
 )
-from connectors.confluence.client import V2, ConfluenceApiError, ConfluenceClient
+from connectors.confluence.client import V2, Batch, ConfluenceApiError, ConfluenceClient, expanded_read_restriction
 from connectors.confluence.mapping import attachment_document, content_document, external_id
 from connectors.confluence.permissions import (
     Clause,
@@ -61,6 +61,10 @@ DEFAULT_ATTACHMENT_MEDIA_TYPES: tuple[str, ...] = tuple(
 )
 # Statuses under which Confluence says the item itself is gone from view (v2 ContentStatus).
 _GONE_STATUSES = frozenset({"trashed", "deleted", "purged", "historical"})
+# The listings a content walk reads (recorded in permission-walk checkpoints): v2 per space, or the v1
+# listing with restrictions and ancestors expanded (``ConfluenceClient.acl_listing_batch``).
+_V2_LISTING = "v2"
+_ACL_LISTING = "v1-acl"
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,7 @@ class ConfluenceConnector:
         )
         self._now = now or (lambda: datetime.now(UTC))
         self._cache = _RunCache()
+        self._acl_listing_available = True
 
     # ------------------------------------------------------------ protocol
 
@@ -183,7 +188,14 @@ class ConfluenceConnector:
         yield from self._walk("full", checkpoint)
 
     def permission_sync(self, checkpoint: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
-        """ACLs of every item (``UpdateAcl``, no bodies or downloads), then groups and identities."""
+        """ACLs of every page and blog post (``UpdateAcl``, no bodies or downloads), then groups and identities.
+
+        One v1 listing request per ``page_size`` items carries each item's read restriction and
+        ancestors (``ConfluenceClient.acl_listing_batch``); a per-item request is made only for a
+        restriction list that may be truncated and for ancestors not listed yet.  Attachments are
+        updated from the index (``UpdateAcl.inherited_by_container``), and the applier queues an
+        ACL event only where the ACL changed.
+        """
         yield from self._walk("permissions", checkpoint)
 
     def incremental_sync(self, checkpoint: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
@@ -277,12 +289,20 @@ class ConfluenceConnector:
                 start_ki = kinds.index(cp["kind"]) if resuming_space and cp.get("kind") in kinds else 0
                 for ki in range(start_ki, len(kinds)):
                     kind = kinds[ki]
-                    here = resuming_space and ki == start_ki and cp.get("kind") == kind
+                    # A cursor is only good for the listing that issued it (a checkpoint written by
+                    # the v2 walk, or before the ACL listing existed, restarts this kind's listing).
+                    here = (
+                        resuming_space
+                        and ki == start_ki
+                        and cp.get("kind") == kind
+                        and cp.get("listing", _V2_LISTING) == self._listing(mode)
+                    )
                     cursor: str | None = cp.get("cursor") if here else None
                     offset = int(cp.get("offset", 0)) if here else 0
                     last_id: str | None = cp.get("last_id") if here else None
                     while True:
-                        batch = self.client.content_batch(kind, space_id, cursor)
+                        batch = self._listing_batch(mode, kind, space, cursor)
+                        listing = self._listing(mode)
                         items = batch.results
                         base: Checkpoint = {
                             "mode": mode,
@@ -293,6 +313,8 @@ class ConfluenceConnector:
                             "kind": kind,
                             "cursor": cursor,
                         }
+                        if listing != _V2_LISTING:
+                            base["listing"] = listing
                         for idx in range(_resume_offset(items, offset, last_id), len(items)):
                             item = items[idx]
                             before = {
@@ -301,9 +323,12 @@ class ConfluenceConnector:
                                 "last_id": str(items[idx - 1]["id"]) if idx else None,
                             }
                             after = {**base, "offset": idx + 1, "last_id": str(item["id"])}
-                            ops = self._content_ops(
-                                kind, str(item["id"]), listed=item, acl_only=(mode == "permissions")
-                            )
+                            if listing == _ACL_LISTING:
+                                ops = self._listed_acl_ops(kind, item, space)
+                            else:
+                                ops = self._content_ops(
+                                    kind, str(item["id"]), listed=item, acl_only=(mode == "permissions")
+                                )
                             yield from _checkpointed(ops, before, after)
                         if not batch.next_url:
                             break
@@ -311,6 +336,61 @@ class ConfluenceConnector:
         principals_cp: Checkpoint = {"mode": mode, "phase": "principals", "started_at": started_at}
         for op in self._principal_ops(spaces):
             yield op, dict(principals_cp)
+
+    def _listing(self, mode: str) -> str:
+        """Which listing a walk reads: the permission walk the v1 ACL listing while it answers."""
+        return _ACL_LISTING if mode == "permissions" and self._acl_listing_available else _V2_LISTING
+
+    def _listing_batch(self, mode: str, kind: str, space: Mapping[str, Any], cursor: str | None) -> Batch:
+        if self._listing(mode) == _ACL_LISTING:
+            try:
+                return self.client.acl_listing_batch(kind, str(space.get("key") or ""), cursor)
+            except ConfluenceApiError as exc:
+                # The deprecated v1 listing withdrawn (404/410 on a listing's first page): walk the
+                # v2 listing item by item, as before it existed.  A later page failing is an error.
+                if cursor is not None or exc.status not in (404, 410):
+                    raise
+                log.warning("confluence: v1 content listing answered %s; permission walk falls back to v2", exc.status)
+                self._acl_listing_available = False
+        return self.client.content_batch(kind, str(space["id"]), cursor)
+
+    def _listed_acl_ops(self, kind: str, item: Mapping[str, Any], space: Mapping[str, Any]) -> Iterator[SyncOp]:
+        """The ACL of one item of the v1 ACL listing, from what the listing expanded.
+
+        Its own read restriction and its ancestors come with it; an ancestor's restriction is the
+        one its own listing entry carried (cached for the run) or, for one not listed yet, one
+        request per ancestor per run.  A restriction list that may be cut short is read on its own
+        (``expanded_read_restriction`` returns ``None``), and so are ancestors the listing did not
+        expand, so nothing is granted on a partial answer.  Attachments are not listed: the applier
+        gives the page's ACL to the attachments indexed under it (``inherited_by_container``).
+        """
+        content_id = str(item["id"])
+        status = str(item.get("status") or "current")
+        if status in _GONE_STATUSES:
+            yield DeleteDocument(external_id(kind, content_id))
+            return
+        if status != "current":
+            log.info("confluence: %s %s has status %r; left as indexed", kind, content_id, status)
+            return
+        own = expanded_read_restriction(item)
+        if own is None:
+            clause = self._restriction(content_id)
+        else:
+            clause = restriction_clause(own)
+            self._cache.restrictions[content_id] = clause
+        path: list[Clause | None] = []
+        if kind == "page":
+            listed = item.get("ancestors")
+            ids = (
+                [str(a["id"]) for a in listed if isinstance(a, Mapping) and a.get("id")]
+                if isinstance(listed, list)
+                else []
+            )
+            if not isinstance(listed, list) or len(ids) != len(listed):
+                ids = [str(a["id"]) for a in self.client.ancestors(content_id)]
+            path = [self._restriction(ancestor) for ancestor in ids]
+        acl = build_acl(self._space_clause(str(space["id"])), [*path, clause])
+        yield UpdateAcl(external_id(kind, content_id), acl, inherited_by_container=content_id)
 
     def _incremental_ops(self, cql: str, base: Checkpoint, cp: Checkpoint) -> Iterator[tuple[SyncOp, Checkpoint]]:
         cursor: str | None = cp.get("cursor")
@@ -401,19 +481,16 @@ class ConfluenceConnector:
         acl = self._acl(kind, content_id, str(space["id"]))
         space_key = str(space.get("key") or "")
         if acl_only:
-            yield UpdateAcl(external_id(kind, content_id), acl)
-        else:
-            yield UpsertDocument(content_document(kind, item, space_key=space_key, acl=acl, base=self.client.base_url))
+            # Attachments carry their container's ACL: the applier updates those already indexed
+            # (our own index, not a listing at the source).
+            yield UpdateAcl(external_id(kind, content_id), acl, inherited_by_container=content_id)
+            return
+        yield UpsertDocument(content_document(kind, item, space_key=space_key, acl=acl, base=self.client.base_url))
         if self.settings.include_attachments:
-            yield from self._attachment_ops(kind, item, space_key, acl, acl_only)
+            yield from self._attachment_ops(kind, item, space_key, acl)
 
-    def _attachment_ops(
-        self, kind: str, item: Mapping[str, Any], space_key: str, acl: Acl, acl_only: bool
-    ) -> Iterator[SyncOp]:
+    def _attachment_ops(self, kind: str, item: Mapping[str, Any], space_key: str, acl: Acl) -> Iterator[SyncOp]:
         for att in self.client.attachments(kind, str(item["id"])):
-            if acl_only:
-                yield UpdateAcl(external_id("attachment", str(att["id"])), acl)
-                continue
             data = self._attachment_bytes(att)
             if data is None:
                 continue  # deleted between listing and download

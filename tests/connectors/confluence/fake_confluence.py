@@ -56,6 +56,16 @@ class FakeConfluence:
         # (https://developer.atlassian.com/cloud/confluence/rest/v1/intro/#pagination); only a
         # missing ``_links.next`` ends a listing.  The fake caps its pages here to show it.
         self.v1_page_cap = 1
+        # The v1 content listing (``GET /wiki/rest/api/content``, see ``_content_listing``) serves at
+        # most this many items per page when set (the same documented "fixed system limits").
+        self.v1_content_page_cap: int | None = None
+        # Expanded restriction lists are paged collections (``UserArray`` / ``GroupArray``: results,
+        # start, limit, size); the docs do not say how many entries an expansion carries, so the fake
+        # cuts each at this many and reports ``limit`` / ``size`` as such a collection does.
+        self.expanded_restriction_limit = 200
+        # The deprecated v1 content listing withdrawn (404), to show the connector's v2 fallback.
+        self.v1_content_listing_gone = False
+        self.listing_expansions = self.LISTING_EXPANSIONS  # what the listing expands (tests may narrow it)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -106,6 +116,36 @@ class FakeConfluence:
         restriction["restrictions"]["user"]["results"] = users
         restriction["restrictions"]["user"]["size"] = len(users)
 
+    def add_pages_like(self, template: str, count: int, *, first_id: int = 200000) -> list[str]:
+        """``count`` new pages shaped like page ``template`` (same space, parent chain and read
+        restriction, no attachments), appended to its space's listing; returns their ids."""
+        base = "/wiki/api/v2/pages"
+        page = self.json[f"{base}/{template}"]
+        restriction = self.json[f"/wiki/rest/api/content/{template}/restriction/byOperation/read"]
+        listing = self.json[f"/wiki/api/v2/spaces/{page['spaceId']}/pages"]["results"]
+        ids = []
+        for k in range(count):
+            page_id = str(first_id + k)
+            title = f"Generated page {page_id}"
+            copy_ = copy.deepcopy(page)
+            copy_.update(id=page_id, title=title, position=first_id + k)
+            copy_["body"]["storage"]["value"] = f"<p>{title}: notes on release number {page_id}.</p>"
+            copy_["_links"] = {**copy_["_links"], "webui": f"/spaces/X/pages/{page_id}/Generated"}
+            self.json[f"{base}/{page_id}"] = copy_
+            self.json[f"{base}/{page_id}/ancestors"] = copy.deepcopy(self.json[f"{base}/{template}/ancestors"])
+            self.json[f"{base}/{page_id}/attachments"] = {
+                "results": [],
+                "_links": {"base": "https://acme.atlassian.net/wiki"},
+            }
+            self.json[f"/wiki/rest/api/content/{page_id}/restriction/byOperation/read"] = copy.deepcopy(restriction)
+            listing.append({k2: v for k2, v in copy_.items() if k2 != "body"})
+            ids.append(page_id)
+        return ids
+
+    def set_read_restriction_groups(self, content_id: str, groups: list[dict[str, Any]]) -> None:
+        restriction = self.json[f"/wiki/rest/api/content/{content_id}/restriction/byOperation/read"]
+        restriction["restrictions"]["group"] = {"results": groups, "start": 0, "limit": 200, "size": len(groups)}
+
     def paths(self) -> list[str]:
         with self._lock:
             return [r.path for r in self.requests]
@@ -126,6 +166,10 @@ class FakeConfluence:
             return 500, {}, b'{"message": "Internal error"}'
         if path in self.blobs:
             return 200, {"Content-Type": "application/octet-stream"}, self.blobs[path]
+        if path == "/wiki/rest/api/content":
+            if self.v1_content_listing_gone:
+                return 404, {}, b'{"message": "Not found"}'
+            return 200, {"Content-Type": "application/json"}, json.dumps(self._content_listing(query)).encode()
         if path == "/wiki/rest/api/user":
             return 404, {}, b'{"message": "No user"}'
         if path not in self.json:
@@ -222,6 +266,92 @@ class FakeConfluence:
                 f"/rest/api/content/search?{urlencode({**rest, 'next': 'true', 'cursor': 'c' + str(start + limit), 'start': start + limit})}"
             )
         return body, {}
+
+    # ``expand`` values of v1 ``GET /wiki/rest/api/content`` that the fake serves: the ones the ACL walk
+    # uses, each documented for that endpoint ("restrictions.read.restrictions.user returns the users
+    # that have permission to read the content", "...group returns the groups...", "ancestors returns
+    # the parent content, if the content is a page";
+    # https://developer.atlassian.com/cloud/confluence/rest/v1/api-group-content/#api-wiki-rest-api-content-get).
+    # ``space`` and ``version`` are "expanded by default" there and always served.  Any other name is
+    # not an error but is not expanded either: the entity stays under ``_expandable`` (how expansion
+    # works, https://developer.atlassian.com/cloud/confluence/rest/v1/intro/#expansion), so a client
+    # that asks for something else gets no data and has to notice.
+    LISTING_EXPANSIONS = frozenset(
+        {"restrictions.read.restrictions.user", "restrictions.read.restrictions.group", "ancestors"}
+    )
+
+    def _content_listing(self, query: dict[str, str]) -> dict[str, Any]:
+        """v1 ``GET /wiki/rest/api/content?spaceKey=&type=&status=&expand=&start=&limit=`` (Content array).
+
+        Built from the same fixtures the v2 listings, restrictions and ancestors are served from, so
+        every site edit (``set_read_restriction``, ``trash_page``, ...) shows in it too.  Offset paging
+        as every v1 listing: ``_links.next`` relative to ``/wiki`` while more follow (``limit``
+        default 25, capped by ``v1_content_page_cap`` when set).  ``status`` defaults to current;
+        trashed content is not in the v2 listings the fake keeps, so it is never listed.
+        """
+        kind = query.get("type", "page")
+        collection = {"page": "pages", "blogpost": "blogposts"}.get(kind)
+        spaces = self.json["/wiki/api/v2/spaces"]["results"]
+        wanted = [sp for sp in spaces if not query.get("spaceKey") or sp["key"] == query["spaceKey"]]
+        items: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        if collection and query.get("status", "current") in ("current", "any"):
+            for space in wanted:
+                listing = self.json.get(f"/wiki/api/v2/spaces/{space['id']}/{collection}") or {}
+                items += [(space, entry) for entry in listing.get("results") or []]
+        expand = {e.strip() for e in query.get("expand", "").split(",") if e.strip()}
+        start, limit = int(query.get("start", 0)), int(query.get("limit", 25))
+        served = min(limit, self.v1_content_page_cap) if self.v1_content_page_cap else limit
+        page = items[start : start + served]
+        body: dict[str, Any] = {
+            "results": [self._v1_content(kind, space, entry, expand) for space, entry in page],
+            "start": start,
+            "limit": limit,
+            "size": len(page),
+            "_links": {"base": f"{self.url}/wiki", "context": "/wiki"},
+        }
+        if start + served < len(items):
+            rest = {k: v for k, v in query.items() if k != "start"}
+            body["_links"]["next"] = f"/rest/api/content?{urlencode({**rest, 'start': start + served})}"
+        return body
+
+    def _v1_content(self, kind: str, space: dict[str, Any], entry: dict[str, Any], expand: set[str]) -> dict[str, Any]:
+        cid = str(entry["id"])
+        version = entry.get("version") or {}
+        out: dict[str, Any] = {
+            "id": cid,
+            "type": kind,
+            "status": entry.get("status", "current"),
+            "title": entry.get("title", ""),
+            "space": {"id": int(space["id"]), "key": space["key"], "name": space.get("name", "")},
+            "version": {"number": version.get("number", 1), "when": version.get("createdAt", "")},
+            "_links": {"webui": (entry.get("_links") or {}).get("webui", "")},
+            "_expandable": {"restrictions": f"/rest/api/content/{cid}/restriction/byOperation"},
+        }
+        if kind == "page":
+            out["_expandable"]["ancestors"] = ""
+        restriction = self.json.get(f"/wiki/rest/api/content/{cid}/restriction/byOperation/read")
+        parts = {"user", "group"} & {e.rsplit(".", 1)[-1] for e in expand & self.listing_expansions}
+        if parts and restriction is not None:
+            cut = self.expanded_restriction_limit
+            subs: dict[str, Any] = {}
+            for part in sorted(parts):
+                results = list((restriction["restrictions"].get(part) or {}).get("results") or [])
+                subs[part] = {"results": copy.deepcopy(results[:cut]), "start": 0, "limit": cut,
+                              "size": len(results[:cut])}  # fmt: skip
+            subs["_expandable"] = {p: f"/rest/api/content/{cid}/restriction/byOperation/read/{p}"
+                                   for p in {"user", "group"} - parts}  # fmt: skip
+            out["restrictions"] = {"read": {"operation": "read", "restrictions": subs,
+                                            "_expandable": {"content": f"/rest/api/content/{cid}"}}}  # fmt: skip
+            del out["_expandable"]["restrictions"]
+        if kind == "page" and "ancestors" in expand & self.listing_expansions:
+            chain = (self.json.get(f"/wiki/api/v2/pages/{cid}/ancestors") or {}).get("results") or []
+            out["ancestors"] = [
+                {"id": str(a["id"]), "type": "page", "status": "current",
+                 "title": (self.json.get(f"/wiki/api/v2/pages/{a['id']}") or {}).get("title", "")}
+                for a in chain
+            ]  # fmt: skip
+            del out["_expandable"]["ancestors"]
+        return out
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

@@ -47,8 +47,14 @@ class Index:
             self.docs.pop(op.external_id, None)
             self.acls.pop(op.external_id, None)
         elif isinstance(op, UpdateAcl):
-            if op.external_id in self.acls:
-                self.acls[op.external_id] = op.acl
+            # As connectors.actions.apply_sync_op: the item, and the indexed documents whose
+            # metadata names it as their container (a page's attachments).
+            for eid, doc in self.docs.items():
+                inherits = (
+                    bool(op.inherited_by_container) and doc.metadata.get("container_id") == op.inherited_by_container
+                )
+                if eid == op.external_id or inherits:
+                    self.acls[eid] = op.acl
         elif isinstance(op, SetGroupMembers):
             self.groups[op.group_principal] = set(op.member_principals)
         elif isinstance(op, IdentitySeen):

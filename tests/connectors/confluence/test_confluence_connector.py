@@ -315,7 +315,10 @@ def test_permission_sync_updates_acls_without_fetching_bodies(site: FakeConfluen
         index.apply(op)
 
     assert {type(op) for op in ops} == {UpdateAcl, SetGroupMembers, IdentitySeen}
-    assert {op.external_id for op in ops if isinstance(op, UpdateAcl)} == EVERY_DOC
+    # Pages and blog posts; their attachments take the container's ACL from the index, unlisted.
+    acl_ops = [op for op in ops if isinstance(op, UpdateAcl)]
+    assert {op.external_id for op in acl_ops} == {e for e in EVERY_DOC if not e.startswith("attachment:")}
+    assert {op.inherited_by_container for op in acl_ops} == {op.external_id.split(":")[1] for op in acl_ops}
     assert index.table()["bob"] == {
         "page:101",
         "attachment:att201",
@@ -329,6 +332,7 @@ def test_permission_sync_updates_acls_without_fetching_bodies(site: FakeConfluen
     fetched = site.paths()
     assert not [p for p in fetched if re.fullmatch(r"/wiki/api/v2/(pages|blogposts)/\d+", p)]
     assert not [p for p in fetched if p.startswith("/wiki/download/")]
+    assert not [p for p in fetched if p.endswith("/attachments")]
 
 
 def test_slim_listing_lists_every_synced_id(site: FakeConfluence) -> None:

@@ -130,6 +130,79 @@ def test_an_incremental_sync_picks_up_an_edit_and_a_permission_sync_enforces_a_n
     assert "page:107" in got["alice"] and "page:107" not in got["bob"]
 
 
+def _acl_events(tenant_id: int, instance, run_id: str) -> set[str]:  # type: ignore[no-untyped-def]
+    """External ids the run queued an ``acl`` ingest event for."""
+    from retrieval.models import IngestEvent
+
+    with tenant_context(tenant_id):
+        return set(
+            IngestEvent.objects.filter(source_id=instance.source_id, kind="acl", event_id__startswith=f"acl:{run_id}:")
+            .values_list("external_id", flat=True)
+        )  # fmt: skip
+
+
+def test_a_permission_sync_of_an_unchanged_site_queues_no_acl_events(cast, site) -> None:
+    instance = _instance(cast, site)
+    sync(cast.tenant_a.pk, instance, "full")
+
+    state = sync(cast.tenant_a.pk, instance, "permission")
+
+    assert state.status == "done", state.last_error
+    assert _acl_events(cast.tenant_a.pk, instance, state.run_id) == set()
+    assert state.acl_updates == 0 and state.ops_applied > 0
+    docs = documents(cast.tenant_a.pk, instance)
+    assert table(cast, docs) == expected_table(READERS)
+
+
+def test_a_restriction_added_to_a_page_of_a_large_site_is_enforced_after_one_permission_sync(cast, site) -> None:
+    generated = site.add_pages_like("107", 120)  # restricted to the group engineering: alice and bob
+    instance = _instance(cast, site)
+    sync(cast.tenant_a.pk, instance, "full")
+    target, neighbour = f"page:{generated[97]}", f"page:{generated[96]}"
+    docs = documents(cast.tenant_a.pk, instance)
+    picked = {k: docs[k] for k in (target, neighbour, "page:107")}
+    assert table(cast, picked, ("bob",)) == {"bob": set(picked)}
+    target = generated[97]
+    site.requests.clear()
+    site.set_read_restriction_groups(target, [])
+    site.set_read_restriction(target, [{"type": "known", "accountId": ALICE.split(":", 2)[2]}])
+
+    state = sync(cast.tenant_a.pk, instance, "permission")
+
+    assert state.status == "done", state.last_error
+    assert _acl_events(cast.tenant_a.pk, instance, state.run_id) == {f"page:{target}"}
+    got = table(cast, picked, ("alice", "bob", "carol", "mallory"))
+    assert got == {
+        "alice": set(picked),
+        "bob": {neighbour, "page:107"},
+        "carol": set(),
+        "mallory": set(),
+    }
+    # One listing request per 2 items (page_size 2 here), none per item.
+    assert not [p for p in site.paths() if p.endswith(("/ancestors", "/attachments", "/byOperation/read"))]
+
+
+def test_descendants_and_attachments_of_a_newly_restricted_page_lose_access_after_one_permission_sync(
+    cast, site
+) -> None:
+    instance = _instance(cast, site)
+    sync(cast.tenant_a.pk, instance, "full")
+    site.set_read_restriction("101", [{"type": "known", "accountId": ALICE.split(":", 2)[2]}])
+
+    state = sync(cast.tenant_a.pk, instance, "permission")
+
+    assert state.status == "done", state.last_error
+    under_101 = {eid for eid in READERS if eid.startswith(("page:10", "attachment:"))}
+    # Exactly the changed items: 101, every page below it and their attachments (from our index).
+    assert _acl_events(cast.tenant_a.pk, instance, state.run_id) == under_101
+    docs = documents(cast.tenant_a.pk, instance)
+    got = table(cast, docs)
+    assert got["bob"] & under_101 == set()
+    assert "blogpost:301" in got["bob"]
+    assert got["alice"] & under_101 == {eid for eid in under_101 if "alice" in READERS[eid]}  # all she read before
+    assert table(cast, docs, ("mallory",)) == {"mallory": set()}
+
+
 def _drain(tenant_id: int) -> None:
     with tenant_context(tenant_id):
         pending = list(InboundEvent.objects.filter(status="pending").values_list("pk", flat=True))
