@@ -33,7 +33,7 @@ from core.http import BlockedDestination, origin_of
 from retrieval.actions import (
     PRIORITY_BACKFILL,
     PRIORITY_DEFAULT,
-    acl_update_targets,
+    acl_update_targets_bulk,
     do_create_source,
     do_enqueue_acl_update,
     do_enqueue_delete,
@@ -357,6 +357,29 @@ def _short(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:16]
 
 
+def apply_acl_updates(instance: ConnectorInstance, ops: list[UpdateAcl], *, run_id: str) -> int:
+    """Queue ACL events for ``ops`` only where the stored ACL differs (or events of the item pend).
+
+    A permission walk of an unchanged site queues nothing, so a revocation is not queued behind
+    thousands of no-ops; ``inherited_by_container`` extends each op to the documents indexed under
+    the item (``retrieval.actions.acl_update_targets_bulk``, a few queries per call).  Returns how
+    many of the ops queued anything.
+    """
+    source = instance.source
+    acls = [normalise_acl(op.acl) for op in ops]
+    targets = acl_update_targets_bulk(
+        source, [(op.external_id, clauses, op.inherited_by_container) for op, clauses in zip(ops, acls, strict=True)]
+    )
+    changed = 0
+    for op, clauses, items in zip(ops, acls, targets, strict=True):
+        for external_id in items:
+            version = op.source_version if external_id == op.external_id else None
+            do_enqueue_acl_update(source, external_id, clauses, source_version=version,
+                                  event_id=f"acl:{run_id}:{_short(external_id + repr(clauses))}")  # fmt: skip
+        changed += bool(items)
+    return changed
+
+
 def apply_sync_op(instance: ConnectorInstance, op: SyncOp, *, run_id: str, backfill: bool = False,
                   restore: bool = False) -> str | None:  # fmt: skip
     """Apply one connector op through the retrieval domain functions; returns the counter it bumps
@@ -378,15 +401,7 @@ def apply_sync_op(instance: ConnectorInstance, op: SyncOp, *, run_id: str, backf
                           event_id=f"del:{run_id}:{_short(op.external_id)}:{op.source_version}")  # fmt: skip
         return "docs_deleted"
     if isinstance(op, UpdateAcl):
-        # Only where the stored ACL differs (or events of the item still pend): a permission walk of
-        # an unchanged site queues nothing, so a revocation is not queued behind thousands of no-ops.
-        clauses = normalise_acl(op.acl)
-        targets = acl_update_targets(source, op.external_id, clauses, inherited_by_container=op.inherited_by_container)
-        for external_id in targets:
-            version = op.source_version if external_id == op.external_id else None
-            do_enqueue_acl_update(source, external_id, clauses, source_version=version,
-                                  event_id=f"acl:{run_id}:{_short(external_id + repr(clauses))}")  # fmt: skip
-        return "acl_updates" if targets else None
+        return "acl_updates" if apply_acl_updates(instance, [op], run_id=run_id) else None
     if isinstance(op, SetGroupMembers):
         do_set_group_members(op.group_principal, op.member_principals, display_name=op.display_name,
                              source_kind=instance.kind)  # fmt: skip

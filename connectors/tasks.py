@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -24,8 +25,8 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from connectors.actions import ACTIVE, apply_sync_op, do_request_sync
-from connectors.base import ConnectorError
+from connectors.actions import ACTIVE, apply_acl_updates, apply_sync_op, do_request_sync
+from connectors.base import ConnectorError, UpdateAcl
 from connectors.confluence.webhooks import WebhookRejected, parse_event
 from connectors.dispatch import enqueue_sync, sync_queue
 from connectors.models import ConnectorInstance, InboundEvent, SyncState
@@ -48,6 +49,9 @@ METHODS = {"full": "full_sync", "incremental": "incremental_sync", "permission":
 SOURCE_FIELDS = {"full": "last_full_sync_at", "incremental": "last_incremental_sync_at",
                  "permission": "last_permission_sync_at"}  # fmt: skip
 LOCKED_RETRY_S = 5.0
+# A permission walk's UpdateAcl ops are applied in groups of this many (or as old), see ``_batched``.
+ACL_BATCH = 200
+ACL_BATCH_SECONDS = 1.0
 TRANSIENT_RETRY_S = 30.0
 
 
@@ -102,15 +106,54 @@ def execute_sync(tenant_id: int, instance_pk: int, mode: str, run_id: str, *, qu
         return _drive(tenant_id, instance, state, connector, mode, run_id, checkpoint, queue)
 
 
+def _batched(stream: Iterator[tuple[SyncOp, dict[str, Any]]]) -> Iterator[list[tuple[SyncOp, dict[str, Any]]]]:
+    """Consecutive ``UpdateAcl`` ops in groups (at most ``ACL_BATCH`` ops or ``ACL_BATCH_SECONDS`` old), any
+    other op on its own.
+
+    A group is applied in one transaction with the checkpoint of its last op: the same
+    at-least-once resume as one op at a time, with a few queries per group instead of several per
+    op (a 10,000-page permission walk was ~12 ms of database round trips per page).  Ops produced
+    before the connector raised are handed over first, so their work is kept.
+    """
+    batch: list[tuple[SyncOp, dict[str, Any]]] = []
+    started = 0.0
+    try:
+        for op, cp in stream:
+            if not isinstance(op, UpdateAcl):
+                if batch:
+                    yield batch
+                    batch = []
+                yield [(op, cp)]
+                continue
+            if not batch:
+                started = time.monotonic()
+            batch.append((op, cp))
+            if len(batch) >= ACL_BATCH or time.monotonic() - started >= ACL_BATCH_SECONDS:
+                yield batch
+                batch = []
+    except Exception:
+        if batch:
+            yield batch
+        raise
+    if batch:
+        yield batch
+
+
 def _drive(tenant_id: int, instance: ConnectorInstance, state: SyncState, connector: Any, mode: str, run_id: str,
            checkpoint: dict[str, Any], queue: str | None) -> str:  # fmt: skip
     try:
-        for op, cp in getattr(connector, METHODS[mode])(checkpoint):
+        for batch in _batched(getattr(connector, METHODS[mode])(checkpoint)):
             with tenant_context(tenant_id):
-                counter = apply_sync_op(instance, op, run_id=run_id, backfill=mode == "full")
-                bumps = {counter: F(counter) + 1} if counter else {}
+                first = batch[0][0]
+                if isinstance(first, UpdateAcl):
+                    changed = apply_acl_updates(instance, [cast(UpdateAcl, op) for op, _ in batch], run_id=run_id)
+                    bumps = {"acl_updates": F("acl_updates") + changed} if changed else {}
+                else:
+                    counter = apply_sync_op(instance, first, run_id=run_id, backfill=mode == "full")
+                    bumps = {counter: F(counter) + 1} if counter else {}
                 updated = SyncState.objects.filter(pk=state.pk, run_id=run_id).update(
-                    checkpoint=cp, heartbeat_at=timezone.now(), ops_applied=F("ops_applied") + 1, **bumps,
+                    checkpoint=batch[-1][1], heartbeat_at=timezone.now(), ops_applied=F("ops_applied") + len(batch),
+                    **bumps,
                 )  # fmt: skip
                 if not updated:
                     # The run was replaced meanwhile: roll this op back with it (nothing half-written).

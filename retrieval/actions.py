@@ -92,54 +92,73 @@ def do_enqueue_acl_update(source: Source, external_id: str, acl: Acl, *, source_
     )  # fmt: skip
 
 
-def acl_update_targets(source: Source, external_id: str, acl: Acl, *, inherited_by_container: str = "") -> list[str]:
-    """The items an ACL update must still be queued for: those whose stored ACL differs from ``acl``.
+def acl_update_targets_bulk(source: Source, updates: list[tuple[str, Acl, str]]) -> list[list[str]]:
+    """Per ``(external_id, acl, inherited_by_container)``: the items its ACL update must still be queued for.
 
-    An item counts as differing when its indexed document (not deleted) has another permission
-    set, or when any event of it is still pending: a queued upsert or ACL event carries an older
-    ACL that would land after this one was skipped (``apply_overtaken`` orders them, the newer
+    An item needs the update when its indexed document (not deleted) has another permission set,
+    or when any event of it is still pending: a queued upsert or ACL event carries an older ACL that
+    would land after this one was skipped (``apply_overtaken`` orders them, and the newer
     observation then wins).  An item neither indexed nor pending needs nothing.
     ``inherited_by_container``: also the documents of ``source`` whose ``metadata.container_id`` is
-    that value (they carry the container's ACL, e.g. Confluence attachments), looked up by the
-    ``document_container_id`` index; when the container's own ACL changed, also those whose first
-    upsert is still pending (not yet a document).  Read-only: it queues nothing itself.
+    that value (they carry the container's ACL, e.g. Confluence attachments; index
+    ``document_container_id``), and, when the container's own ACL changed, those whose first upsert
+    is still pending (not yet a document).  A handful of queries for the whole list, whatever its
+    length (a permission walk hands over its ops in batches).  Read-only: it queues nothing itself.
     """
-    digest = acl_digest(normalise_acl(acl))
-    pending = IngestEvent.objects.filter(source=source, status=IngestEvent.Status.PENDING)
-
-    def stale(eid: str, stored_digest: str | None, exists: bool) -> bool:
-        if pending.filter(external_id=eid).exists():
-            return True
-        return exists and stored_digest != digest
-
-    row = Document.objects.filter(source=source, external_id=external_id, deleted=False).values_list(
-        "acl_set__digest", flat=True
+    if not updates:
+        return []
+    digests = [acl_digest(normalise_acl(acl)) for _, acl, _ in updates]
+    ids = {eid for eid, _, _ in updates}
+    containers = {c for _, _, c in updates if c}
+    stored = dict(
+        Document.objects.filter(source=source, deleted=False, external_id__in=ids).values_list(
+            "external_id", "acl_set__digest"
+        )
     )
-    stored = list(row[:1])
-    own_stale = stale(external_id, stored[0] if stored else None, bool(stored))
-    targets = [external_id] if own_stale else []
-    if inherited_by_container:
-        inheritors = (
+    inheritors: dict[str, list[tuple[str, str | None]]] = {}
+    if containers:
+        rows = (
             Document.objects.filter(source=source, deleted=False)
             .annotate(container_key=KeyTextTransform("container_id", "metadata"))
-            .filter(container_key=inherited_by_container)
-            .exclude(external_id=external_id)
-            .values_list("external_id", "acl_set__digest")
+            .filter(container_key__in=containers)
+            .values_list("container_key", "external_id", "acl_set__digest")
         )
-        seen = set()
-        for eid, stored_digest in inheritors:
-            seen.add(eid)
-            if stale(eid, stored_digest, True):
-                targets.append(eid)
-        if own_stale:
-            waiting = (
-                pending.filter(kind="upsert", payload__metadata__container_id=inherited_by_container)
-                .exclude(external_id=external_id)
-                .values_list("external_id", flat=True)
-                .distinct()
-            )
-            targets += sorted(set(waiting) - seen)
-    return targets
+        for container, eid, digest in rows:
+            inheritors.setdefault(str(container), []).append((eid, digest))
+    pending_rows = IngestEvent.objects.filter(source=source, status=IngestEvent.Status.PENDING)
+    wanted = ids | {eid for rows_ in inheritors.values() for eid, _ in rows_}
+    pending = set(pending_rows.filter(external_id__in=wanted).values_list("external_id", flat=True))
+
+    def stale(eid: str, stored_digest: str | None, exists: bool, digest: str) -> bool:
+        return eid in pending or (exists and stored_digest != digest)
+
+    out: list[list[str]] = []
+    changed_containers: dict[str, set[str]] = {}
+    for (eid, _, container), digest in zip(updates, digests, strict=True):
+        own = stale(eid, stored.get(eid), eid in stored, digest)
+        targets = [eid] if own else []
+        if container:
+            kids = [(k, d) for k, d in inheritors.get(container, []) if k != eid]
+            targets += [k for k, d in kids if stale(k, d, True, digest)]
+            if own:
+                changed_containers[container] = {eid, *(k for k, _ in kids)}
+        out.append(targets)
+    if changed_containers:
+        # Attachments whose first upsert still pends carry the container's old ACL: queue them too
+        # (apply_overtaken applies the upsert first).
+        waiting = (
+            pending_rows.filter(kind="upsert", payload__metadata__container_id__in=list(changed_containers))
+            .values_list("payload__metadata__container_id", "external_id")
+            .distinct()
+        )
+        extra: dict[str, set[str]] = {}
+        for container, eid in waiting:
+            if eid not in changed_containers.get(str(container), set()):
+                extra.setdefault(str(container), set()).add(eid)
+        for (_, _, container), targets in zip(updates, out, strict=True):
+            if container in extra and container in changed_containers:
+                targets += sorted(extra.pop(container))
+    return out
 
 
 def do_set_group_members(group_principal: str, member_principals: list[str] | tuple[str, ...], *,
