@@ -251,6 +251,18 @@ def request_syncs(people: People, instance: Any, modes: tuple[str, ...], timeout
         wait_for_syncs(people, instance, (mode,), timeout=timeout)
 
 
+def permission_run_acl_events(people: People, instance: Any) -> int:
+    """``acl`` ingest events queued by the instance's latest permission run (their ids carry its run id)."""
+    from connectors.models import SyncState
+    from retrieval.models import IngestEvent
+    from tenants.context import tenant_context
+
+    with tenant_context(people.tenant_id):
+        run_id = SyncState.objects.get(instance=instance, mode="permission").run_id
+        return IngestEvent.objects.filter(source_id=instance.source_id, kind="acl",
+                                          event_id__startswith=f"acl:{run_id}:").count()  # fmt: skip
+
+
 def document(people: People, instance: Any, external_id: str) -> Any:
     from retrieval.models import Document
     from tenants.context import tenant_context
@@ -340,12 +352,17 @@ def confluence_source(
                 poll=poll, timeout=timeout, what=f"confluence page {page_id} searchable"))  # fmt: skip
             doc = document(people, instance, f"page:{page_id}")
             restrict_to_alice(page_id)
+            requests_before = len(site.requests)
             samples["revocation_to_enforced"].append(measure(
                 lambda: api.request_sync(people.tokens["alice"], instance.pk, "permission"),
                 lambda: not found(api.search(people.tokens["bob"], token), document_id=doc.pk),
                 poll=poll, timeout=timeout, what=f"confluence page {page_id} hidden from bob"))  # fmt: skip
             # The permission sync may still be finishing (other pages): let it end before the next sample.
             wait_for_syncs(people, instance, ("permission",))
+            # What that permission run cost: requests to the fake site, and acl ingest events it queued.
+            walk = report.setdefault("permission_runs", [])
+            walk.append({"site_requests": len(site.requests) - requests_before,
+                         "acl_events": permission_run_acl_events(people, instance)})  # fmt: skip
             assert found(api.search(people.tokens["alice"], token), document_id=doc.pk), "alice lost her page"
 
         yield run
