@@ -142,7 +142,12 @@ def _batched(stream: Iterator[tuple[SyncOp, dict[str, Any]]]) -> Iterator[list[t
 def _drive(tenant_id: int, instance: ConnectorInstance, state: SyncState, connector: Any, mode: str, run_id: str,
            checkpoint: dict[str, Any], queue: str | None) -> str:  # fmt: skip
     try:
-        for batch in _batched(getattr(connector, METHODS[mode])(checkpoint)):
+        stream = getattr(connector, METHODS[mode])(checkpoint)
+        # Only a permission walk is grouped: it yields its ops back to back.  An incremental run (a
+        # SharePoint delta, the Slack inbox) applies each op at once, so no change waits for the
+        # connector's next op.
+        batches = _batched(stream) if mode == "permission" else ([pair] for pair in stream)
+        for batch in batches:
             with tenant_context(tenant_id):
                 first = batch[0][0]
                 if isinstance(first, UpdateAcl):
