@@ -293,15 +293,25 @@ class FakeConfluence:
         collection = {"page": "pages", "blogpost": "blogposts"}.get(kind)
         spaces = self.json["/wiki/api/v2/spaces"]["results"]
         wanted = [sp for sp in spaces if not query.get("spaceKey") or sp["key"] == query["spaceKey"]]
-        items: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        runs: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []  # (space, its entries), in order
         if collection and query.get("status", "current") in ("current", "any"):
             for space in wanted:
                 listing = self.json.get(f"/wiki/api/v2/spaces/{space['id']}/{collection}") or {}
-                items += [(space, entry) for entry in listing.get("results") or []]
+                runs.append((space, listing.get("results") or []))
         expand = {e.strip() for e in query.get("expand", "").split(",") if e.strip()}
         start, limit = int(query.get("start", 0)), int(query.get("limit", 25))
         served = min(limit, self.v1_content_page_cap) if self.v1_content_page_cap else limit
-        page = items[start : start + served]
+        # Slice across the spaces' lists without copying them (a 10,000-page listing per request
+        # would time the fake, not the client).
+        page: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        total, skip = 0, start
+        for space, entries in runs:
+            total += len(entries)
+            if skip >= len(entries):
+                skip -= len(entries)
+                continue
+            page += [(space, entry) for entry in entries[skip : skip + served - len(page)]]
+            skip = 0
         body: dict[str, Any] = {
             "results": [self._v1_content(kind, space, entry, expand) for space, entry in page],
             "start": start,
@@ -309,7 +319,7 @@ class FakeConfluence:
             "size": len(page),
             "_links": {"base": f"{self.url}/wiki", "context": "/wiki"},
         }
-        if start + served < len(items):
+        if start + served < total:
             rest = {k: v for k, v in query.items() if k != "start"}
             body["_links"]["next"] = f"/rest/api/content?{urlencode({**rest, 'start': start + served})}"
         return body
@@ -336,7 +346,7 @@ class FakeConfluence:
             subs: dict[str, Any] = {}
             for part in sorted(parts):
                 results = list((restriction["restrictions"].get(part) or {}).get("results") or [])
-                subs[part] = {"results": copy.deepcopy(results[:cut]), "start": 0, "limit": cut,
+                subs[part] = {"results": results[:cut], "start": 0, "limit": cut,
                               "size": len(results[:cut])}  # fmt: skip
             subs["_expandable"] = {p: f"/rest/api/content/{cid}/restriction/byOperation/read/{p}"
                                    for p in {"user", "group"} - parts}  # fmt: skip
