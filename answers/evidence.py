@@ -29,6 +29,7 @@ from answers.lexicon import attribute_synonyms, content_stems
 from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type
 from answers.writers.extractive import (
+    ExtractiveWriter,
     mentions_excluded,
     row_fits_period,
     row_label,
@@ -85,11 +86,11 @@ SIMILARITY_WEIGHT = 0.4
 # A query term found only in the page title (or the chunk's heading) counts this share: the PPL page's
 # "You are entitled to 12 weeks of paid time off" never says "parental leave", its title does.
 TITLE_TERM_WEIGHT = 0.5
-# For a how-much question (the same factors as the extractive writer's): a sentence about a narrower
-# measure keeps 0.7 of its score, a table row without the asked span and period 0.6, and the row of the
-# asked measure with the asked period's cell gains 0.3.
-NARROWER_MEASURE_FACTOR = 0.7
-OTHER_SPAN_FACTOR = 0.6
+# For a how-much question, the extractive writer's factors: a sentence about a narrower measure keeps 0.7
+# of its score, a table row without the asked span and period 0.6; the row of the asked measure with the
+# asked period's cell gains 0.3.
+NARROWER_MEASURE_FACTOR = ExtractiveWriter.qualified_factor
+OTHER_SPAN_FACTOR = ExtractiveWriter.other_span_factor
 ASKED_ROW_FACTOR = 1.3
 ANSWER_TYPE_BONUS = 0.25  # of the query's total idf weight: a number for "how much", a date for "when"
 _NUMBER_RE = re.compile(r"\$?\d[\d,.]*\s*(?:%|percent|million|billion|weeks?|days?|hours?|months?|years?)?", re.I)

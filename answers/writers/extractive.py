@@ -334,6 +334,15 @@ def _asked_span(question: str) -> str:
     return "six" if m.group(2) else "twelve"
 
 
+def _cell_end(cell: re.Match[str]) -> date | None:
+    """The period end a rendered cell names ("..., three months ended July 1, 2023"), or None."""
+    month = _MONTHS.get(cell.group("month").lower())
+    try:
+        return date(int(cell.group("year")), month, int(cell.group("day"))) if month else None
+    except ValueError:
+        return None
+
+
 def _wanted_ends(period_ends: Sequence[str], question: str) -> list[date]:
     """The period ends a cell may match: the resolved ones and any "... ended July 1, 2023" the question
     names in full (a six- or nine-month span the quarter resolver does not bind)."""
@@ -371,11 +380,10 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
         c = _CELL_RE.match(cell.strip())
         if not c or c.group("month").lower() not in _MONTHS:
             return None  # not a row tables.py rendered: leave it alone
-        if (c.group("span") or "three") != span and c.group("span") is not None:
+        if (c.group("span") or span) != span:
             continue
-        try:
-            d = date(int(c.group("year")), _MONTHS[c.group("month").lower()], int(c.group("day")))
-        except ValueError:
+        d = _cell_end(c)
+        if d is None:
             return None
         if any(abs((d - w).days) <= 7 for w in wanted):
             hits.append(i)
@@ -483,11 +491,7 @@ def row_fits_period(sentence: str, period_ends: Sequence[str], question: str) ->
         return None
     span = _asked_span(question)
     for c in cells:
-        if (c.group("span") or span) != span or c.group("month").lower() not in _MONTHS:
-            continue
-        try:
-            d = date(int(c.group("year")), _MONTHS[c.group("month").lower()], int(c.group("day")))
-        except ValueError:
+        if (c.group("span") or span) != span or (d := _cell_end(c)) is None:
             continue
         if any(abs((d - w).days) <= 7 for w in wanted):
             return True
