@@ -434,6 +434,13 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
         # A statement row's label is a noun phrase: any word in it the question does not use narrows it.
         # "Intel Foundry Services (net revenue)", "Income tax expense (benefit)", "Cost of revenue".
         label = set(content_stems(row))
+        head, _, group = row.partition(" (")
+        head_terms = set(content_stems(head))
+        if group and not head_terms & _MEASURE_STEMS and set(content_stems(group)) & _MEASURE_STEMS & asked:
+            # The parenthesis is the table group the line sits in, named by the asked measure:
+            # "Technology and content (operating expenses)" is the technology and content expense line,
+            # so only the line's own words can narrow it ("Desktop (net revenue)" is one segment).
+            return bool({t for t in head_terms if t not in asked and t not in _NEUTRAL_QUALIFIERS})
         if label & _MEASURE_STEMS and not label & _MEASURE_STEMS & asked:
             return True  # another measure's row: "Net revenue" when net income was asked
         if label & _MEASURE_STEMS & asked:

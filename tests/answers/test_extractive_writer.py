@@ -383,6 +383,20 @@ def test_a_segment_figure_does_not_lead_an_answer_about_the_total() -> None:
     )
 
 
+def test_a_line_named_by_its_table_group_is_not_narrower_than_the_question() -> None:
+    from answers.lexicon import content_stems
+    from answers.writers.extractive import unasked_qualifier
+
+    asked = frozenset(content_stems("Amazon's technology and content expenses"))
+    line = "Technology and content (operating expenses): $20,450 million, three months ended March 31, 2023."
+    assert not unasked_qualifier(line, asked)
+    # The group names the measure; the line's own words still narrow it.
+    assert unasked_qualifier(
+        "Desktop (net revenue): $2,879 million, three months ended July 1, 2023.",
+        frozenset(content_stems("Intel's net revenue")),
+    )
+
+
 def test_a_row_without_the_asked_quarters_cell_ranks_below_the_row_with_it() -> None:
     cash_flow = make_evidence(
         "CF",
