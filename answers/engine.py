@@ -65,6 +65,7 @@ from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupporte
 from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
 from answers.verification import verifier_release
 from answers.writers import writer_for_tenant
+from answers.writers.extractive import asked_span
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -750,6 +751,22 @@ def retrieve_stage(run: AnswerRun) -> None:
 FOCUS_MAX_DOCUMENTS = 3
 
 
+def _cell_queries(plan: QueryPlan) -> list[str]:
+    """The question's terms with each resolved period as a statement cell reads ("three months ended
+    September 30, 2023"): inside a filing, "the most recent quarter" matches the certification's
+    "quarterly report", while the row that answers carries the period's end date."""
+    base = plan.retrieval_queries[1] if len(plan.retrieval_queries) > 1 else plan.parsed.text or plan.original
+    span = asked_span(plan.original)
+    out = []
+    for iso in plan.period_scope:
+        try:
+            end = datetime.fromisoformat(iso[:10])
+        except ValueError:
+            continue
+        out.append(f"{base} {span} months ended {end:%B} {end.day}, {end.year}")
+    return out
+
+
 def scope_stage(run: AnswerRun) -> None:
     """Entities and periods bind: sources about another entity or period cannot answer.
 
@@ -767,7 +784,8 @@ def scope_stage(run: AnswerRun) -> None:
         run.plan, run.chunks, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan, run.chunks)
         docs = list(dict.fromkeys(c.document_id for c in run.chunks))
         if run.scope_abstention is None and run.plan.period_scope and 0 < len(docs) <= FOCUS_MAX_DOCUMENTS:
-            focused = retrieve(run.perm, run.plan, k=30, document_ids=docs, exclude_chunks=False).chunks
+            queries = [*run.plan.retrieval_queries, *_cell_queries(run.plan)]
+            focused = retrieve(run.perm, run.plan, queries, k=30, document_ids=docs, exclude_chunks=False).chunks
             seen = {c.chunk_id for c in focused}
             run.chunks = focused + [c for c in run.chunks if c.chunk_id not in seen]
             scope_trace["focused_search"] = {"documents": docs, "chunks": len(focused)}

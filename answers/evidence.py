@@ -72,6 +72,7 @@ BOILERPLATE_RE = re.compile(
     | \bpursuant\s+to\s+section\s+13\b|\bexact\s+name\s+of\s+registrant\b|\bcommission\s+file\s+number\b
     | \.{4,}\s*\d+\s*$
     | ^\s*(?:part|item)\s+[\dIVX]+[A-Z]?\.?\s+[A-Z][^.]{0,80}\s+\d+\s*$
+    | \bhereby\s+certif(?:y|ies)\b|\bsarbanes[\s-]oxley\b|\bsection\s+(?:302|906|1350)\b
     | \baccompanying\s+notes\b[^.]{0,80}\bintegral\s+part\b
     | \bthis\s+page\s+(?:is\s+)?(?:moved|deprecated|archived)\b
     """,
@@ -265,15 +266,30 @@ def build_evidence(
     row_terms = set(q_terms) - set(content_stems(" ".join(p.label for p in plan.parsed.periods)))
     row_terms -= {t for _s, canonical in plan.parsed.entities for t in content_stems(f"{_s} {canonical}")}
     row_terms -= {"quarter", "quarterli", "month", "year", "fiscal", "latest", "recent"}
+    # Words the scoping stage already checked on the source's metadata (the bound company, the resolved
+    # period) count as covered in every sentence, as in the extractive writer: inside Intel's 10-Q for
+    # the quarter, "Intel" and "recent quarter" pick the certification ("... Intel's quarterly report"),
+    # not the sentence that states the revenue.
+    bound: set[str] = set()
+    for surface, canonical in plan.parsed.entities:
+        if canonical in plan.entity_scope:
+            bound |= set(content_stems(surface)) | set(content_stems(canonical))
+    if plan.period_scope:
+        for p in plan.parsed.periods:
+            bound |= set(content_stems(p.label))
+    free_set = q_set - bound
     lexical: dict[int, float] = {}
     for sents in sentences.values():
         for sent in sents:
             # The title alone does not make a sentence about the question: no shared term, no score.
-            if sent.blocked or not sent.terms & q_set:
+            if sent.blocked or not sent.terms & (free_set or q_set):
                 continue
             around = context_terms[id(sent.chunk)]
             lexical[id(sent)] = (
-                sum(idf[t] * (1.0 if t in sent.terms else TITLE_TERM_WEIGHT if t in around else 0.0) for t in q_terms)
+                sum(
+                    idf[t] * (1.0 if t in sent.terms or t in bound else TITLE_TERM_WEIGHT if t in around else 0.0)
+                    for t in q_terms
+                )
                 / total
             )
     sims: dict[int, float] = {}

@@ -330,6 +330,9 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "profit": "profit income earnings",
         "earnings": "earnings income profit",
         "income": "income earnings profit",
+        # People ask what was spent; a statement names the line's expenses or costs.
+        "spend": "spend spent spending expenses expense costs",
+        "spent": "spent spend spending expenses expense costs",
         "headcount": "headcount employees",
         "vacation": "vacation leave annual",
     }.items()

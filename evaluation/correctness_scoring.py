@@ -10,7 +10,8 @@ dropped (``81,797`` = ``81797``); every other non-alphanumeric character except 
 ``%`` becomes a space; a fact must occur on word boundaries.  A fact is a string of alternatives
 separated by `` | `` (``"12 weeks | twelve weeks"``): any one of them states it.  An amount with a unit
 (``"18.1 billion"``) is also stated by an amount that rounds to it at the gold's precision (``18.12
-billion``, ``18,120 million``).
+billion``, ``18,120 million``); a figure copied from a statement in millions (``"6,800"``) is also stated
+by the prose's rounding of it in billions (``6.80 billion``, with at least one decimal).
 """
 
 from __future__ import annotations
@@ -68,9 +69,31 @@ def _states_amount(text_norm: str, alt_norm: str) -> bool:
     return False
 
 
+_TABLE_FIGURE = re.compile(r"^\d{1,3}(?:,\d{3})+$")
+_BILLIONS_IN_TEXT = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?) billion\b")
+
+
+def _states_table_figure(text_norm: str, alt: str) -> bool:
+    """A gold figure copied from a statement in millions ("6,800") is stated by the filing's own prose
+    rounding of it in billions ("$6.80 billion", "$14.51 billion" for 14,514), at the prose's precision."""
+    if not _TABLE_FIGURE.match(alt):
+        return False
+    millions = float(alt.replace(",", ""))
+    for value in _BILLIONS_IN_TEXT.findall(text_norm):
+        decimals = len(value.split(".")[1]) if "." in value else 0
+        if decimals and round(millions / 1000.0, decimals) == float(value):
+            return True
+    return False
+
+
 def states(text_norm: str, fact: str) -> bool:
     """Does the (normalised) delivered text state ``fact`` (any of its alternatives)?"""
-    return any(normalise(alt) in text_norm or _states_amount(text_norm, normalise(alt)) for alt in alternatives(fact))
+    return any(
+        normalise(alt) in text_norm
+        or _states_amount(text_norm, normalise(alt))
+        or _states_table_figure(text_norm, alt.strip())
+        for alt in alternatives(fact)
+    )
 
 
 def quote_found(quote: str, passage: str, min_share: float = 0.8) -> bool:

@@ -324,7 +324,7 @@ _ASKED_SPAN_RE = re.compile(
 _ENDED_RE = re.compile(r"\bended\s+([A-Z][a-z]+)\s+(\d{1,2}),?\s+(\d{4})\b")
 
 
-def _asked_span(question: str) -> str:
+def asked_span(question: str) -> str:
     """The span of the period asked about: "three" (a quarter) unless the question names six or nine months."""
     m = _ASKED_SPAN_RE.search(question)
     if not m:
@@ -373,7 +373,7 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
     wanted = _wanted_ends(period_ends, question)
     if not wanted:
         return None
-    span = _asked_span(question)
+    span = asked_span(question)
     cells = m.group("cells").split("; ")
     hits = []
     for i, cell in enumerate(cells):
@@ -496,13 +496,26 @@ def row_fits_period(sentence: str, period_ends: Sequence[str], question: str) ->
     wanted = _wanted_ends(period_ends, question)
     if not wanted:
         return None
-    span = _asked_span(question)
+    span = asked_span(question)
     for c in cells:
         if (c.group("span") or span) != span or (d := _cell_end(c)) is None:
             continue
         if any(abs((d - w).days) <= 7 for w in wanted):
             return True
     return False
+
+
+def _same_line_elsewhere(text: str, lead: str) -> bool:
+    """Whether ``text`` is a statement row whose line name is the lead row's, less specific.
+
+    "Technology and content: $2,574" (the stock-based compensation table) under "Technology and content
+    (operating expenses): $20,450 million" names the same line in another table.
+    """
+    row, lead_row = row_label(text), row_label(lead)
+    if row is None or lead_row is None:
+        return False
+    terms = set(content_stems(row))
+    return bool(terms) and terms <= set(content_stems(lead_row)) and row != lead_row
 
 
 def _covered(terms: frozenset[str], chosen: list[frozenset[str]]) -> float:
@@ -663,6 +676,8 @@ class ExtractiveWriter:
                 break
             if chosen and id(c) in narrow and id(chosen[0]) not in narrow:
                 continue
+            if chosen and _same_line_elsewhere(c.text, chosen[0].text):
+                continue  # the same line from another table (stock-based compensation): a second figure
             if any(_jaccard(c.shape, o.shape) > self.near_duplicate_jaccard for o in chosen):
                 continue
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
@@ -740,6 +755,7 @@ class ExtractiveWriter:
 __all__ = [
     "ExtractiveWriter",
     "mentions_excluded",
+    "asked_span",
     "row_fits_period",
     "row_label",
     "split_sentences",

@@ -120,6 +120,9 @@ def _header_prefix(text: str) -> tuple[str, str]:
     return " ".join(words[:i]), " ".join(words[i:])
 
 
+_PERCENT_TABLE = re.compile(r"\b(?:expressed\s+)?as\s+a\s+percent(?:age)?\s+of\b", re.I)
+
+
 def table_statements(paragraphs: Sequence[str]) -> list[str]:
     """The page's paragraphs with labelled table rows rewritten as statements (see module doc)."""
     out: list[str] = []
@@ -128,6 +131,9 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
     unit = ""
     unit_note = ""
     section = ""
+    # "... items in our Condensed Consolidated Statements of Income expressed as a percentage of revenue":
+    # the table below prints percentages without the sign, so "$26.1" would misstate them.
+    percent_table = False
     pending = list(paragraphs)
     pending.reverse()
     while pending:
@@ -160,6 +166,7 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         header = []
         if len(para) > 150 and para.endswith(".") or para.startswith("See accompanying"):
             columns, section = [], ""  # prose: the table (and its header) has ended
+            percent_table = bool(_PERCENT_TABLE.search(para))
         row = _split_row(para) if columns else None
         if row is None or len(row[1]) != len(columns):
             if columns and para.endswith(":") and not re.search(r"\d", para) and len(para) < 80:
@@ -175,7 +182,9 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         shares = not per_share and ("shares" in context or "share count" in context)
         # "Year-over-year Percentage Growth (Decline):" and "Net Sales Mix:" rows hold percentages
         # printed without the sign; "$27" would misstate them.
-        percent = not per_share and not shares and bool(re.search(r"percent|\bmix\b|\bgrowth\b", context))
+        percent = not per_share and not shares and (
+            percent_table or bool(re.search(r"percent|\bmix\b|\bgrowth\b", context))
+        )
         share_unit = ""
         if shares:
             # "(In millions, except number of shares which are reflected in thousands ...)"

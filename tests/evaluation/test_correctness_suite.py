@@ -124,6 +124,14 @@ def test_an_amount_that_rounds_to_the_gold_amount_at_its_precision_states_it() -
     assert not cs.states(cs.normalise("Revenue was 18.1 percent higher."), fact)
 
 
+def test_a_statement_figure_in_millions_is_stated_by_the_prose_rounding_in_billions() -> None:
+    assert cs.states(cs.normalise("Operating income for the second quarter was $6.80 billion."), "6,800")
+    assert cs.states(cs.normalise("Data Center revenue was $14.51 billion."), "14,514")
+    assert not cs.states(cs.normalise("Data Center revenue was $14.6 billion."), "14,514")
+    assert not cs.states(cs.normalise("Data Center revenue was $15 billion."), "14,514")  # no decimal: too coarse
+    assert not cs.states(cs.normalise("It grew to 6.8 percent."), "6,800")
+
+
 def test_an_answer_that_also_states_the_labelled_wrong_figure_is_not_correct() -> None:
     s = score(APPLE_LATEST, response(("Total net sales 81,797", 1), ("Total net sales 94,836", 3)))
     assert s.facts_stated == 1 and s.wrong_stated == ["94,836"] and not s.correct

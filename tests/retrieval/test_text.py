@@ -594,3 +594,18 @@ def test_it_labels_the_rows_of_a_statement_whose_header_names_one_date_and_then_
         "AWS (year-over-year Percentage Growth): 27%, three months ended September 30, 2023; 12%, three months "
         "ended September 30, 2022."
     )
+
+
+def test_a_table_introduced_as_percentages_of_revenue_keeps_its_cells_percentages() -> None:
+    # NVIDIA's "Results of Operations" table: the sentence above it says what the numbers are.
+    page = ["The following table sets forth, for the periods indicated, certain items in our Condensed "
+            "Consolidated Statements of Income expressed as a percentage of revenue.",
+            "Three Months Ended April 30, 2023 May 1, 2022", "Research and development 26.1 19.5"]  # fmt: skip
+    assert table_statements(page)[-1] == (
+        "Research and development: 26.1%, three months ended April 30, 2023; 19.5%, three months ended May 1, 2022."
+    )
+    # The next prose paragraph ends that table: a later statement's amounts are dollars again.
+    later = [*page, "The following table sets forth our revenue by specialized markets for the periods "
+             "indicated, in millions of dollars, as reported in our statements of income for the quarter.",
+             "(In millions)", "Three Months Ended April 30, 2023 May 1, 2022", "Gaming 2,240 3,620"]  # fmt: skip
+    assert table_statements(later)[-1].startswith("Gaming: $2,240 million, three months ended April 30, 2023;")
