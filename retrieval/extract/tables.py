@@ -66,18 +66,75 @@ def _columns(header: Sequence[str]) -> list[str]:
         if len(dates) % len(groups):
             return []
         per = len(dates) // len(groups)
-        return [f"{groups[i // per]} {d}" for i, d in enumerate(dates)]
-    return dates
+        dates = [f"{groups[i // per]} {d}" for i, d in enumerate(dates)]
+    # Two columns with one label: the header's spans were not found ("June 25, 2022" for the quarter
+    # and for the nine months); labelling would misstate one of them.
+    return dates if len(set(dates)) == len(dates) else []
 
 
-def _split_row(paragraph: str) -> tuple[str, list[str]] | None:
-    """``"Total net sales 81,797 82,959"`` -> ``("Total net sales", ["81,797", "82,959"])``."""
+_FOOTNOTE = re.compile(r"^\(\d\)$")
+_LABEL_NUMBER = re.compile(r"^\d{1,3}$")
+
+
+def _is_value(word: str) -> bool:
+    return word == "$" or bool(_VALUE.match(word))
+
+
+def _split_glued(paragraph: str, columns: int) -> list[str] | None:
+    """Several rows the PDF reflow joined into one paragraph, one paragraph per row.
+
+    ``"Net product sales $ 59,340 $ 63,171 Net service sales 67,761 79,912 Operating expenses:"`` with two
+    columns -> the two rows, then ``"Operating expenses:"``.  A run of fewer numbers than columns stays in
+    the label only as one small number ("Level 1 securities"); a longer run may only add footnote markers
+    ("Online stores (1) $ 53,489 ...").  Anything else, or fewer than two rows, gives None: the paragraph
+    stays as it was.
+    """
+    words = paragraph.split()
+    out: list[str] = []
+    label: list[str] = []
+    i = 0
+    while i < len(words):
+        if not _is_value(words[i]):
+            label.append(words[i])
+            i += 1
+            continue
+        j = i
+        while j < len(words) and _is_value(words[j]):
+            j += 1
+        run = words[i:j]
+        numbers = [k for k, w in enumerate(run) if w != "$"]
+        if len(numbers) < columns:
+            if len(run) != 1 or not _LABEL_NUMBER.match(run[0]):
+                return None  # not a row of this table: leave the paragraph as it was
+            label.extend(run)  # "Level 1 securities"
+        else:
+            extra = [run[k] for k in numbers[: len(numbers) - columns]]
+            if not label or not re.match(r"[A-Za-z\"“]", label[0]) or not all(_FOOTNOTE.match(w) for w in extra):
+                return None
+            out.append(" ".join([*label, *run]))
+            label = []
+        i = j
+    if len(out) < 2:
+        return None
+    if label:
+        out.append(" ".join(label))
+    return out
+
+
+def _split_row(paragraph: str, columns: int = 0) -> tuple[str, list[str]] | None:
+    """``"Total net sales 81,797 82,959"`` -> ``("Total net sales", ["81,797", "82,959"])``.
+
+    With ``columns``, a footnote marker before the last ``columns`` numbers stays in the label: "Online
+    stores (1) $ 53,489 $ 57,267" is the row "Online stores" (the marker dropped)."""
     words = paragraph.split()
     values: list[str] = []
     i = len(words)
     while i > 0 and (words[i - 1] == "$" or _VALUE.match(words[i - 1])):
         i -= 1
-    label = " ".join(words[:i]).strip()
+    if columns:
+        while i < len(words) and sum(1 for w in words[i:] if w != "$") > columns and _FOOTNOTE.match(words[i]):
+            i += 1
+    label = re.sub(r"\s*\(\d\)$", "", " ".join(words[:i]).strip())
     tail = words[i:]
     pending_dollar = False
     for w in tail:
@@ -154,6 +211,11 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
                 if rest:
                     pending.append(rest)
                 continue
+            if not found and close != -1:
+                # "... is as follows (in millions): Three Months Ended": the header starts in the sentence.
+                lead = para[close + 1 :].lstrip(" :")
+                if lead and _is_header(lead) and _GROUP.search(lead):
+                    header = [lead]
             out.append(para)
             continue
         if _is_header(para):
@@ -167,7 +229,11 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         if len(para) > 150 and para.endswith(".") or para.startswith("See accompanying"):
             columns, section = [], ""  # prose: the table (and its header) has ended
             percent_table = bool(_PERCENT_TABLE.search(para))
-        row = _split_row(para) if columns else None
+        glued = _split_glued(para, len(columns)) if columns else None
+        if glued:
+            pending.extend(reversed(glued))  # each row goes through the rules below on its own
+            continue
+        row = _split_row(para, len(columns)) if columns else None
         if row is None or len(row[1]) != len(columns):
             if columns and para.endswith(":") and not re.search(r"\d", para) and len(para) < 80:
                 section = para[:-1].strip()
@@ -182,8 +248,8 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         shares = not per_share and ("shares" in context or "share count" in context)
         # "Year-over-year Percentage Growth (Decline):" and "Net Sales Mix:" rows hold percentages
         # printed without the sign; "$27" would misstate them.
-        percent = not per_share and not shares and (
-            percent_table or bool(re.search(r"percent|\bmix\b|\bgrowth\b", context))
+        percent = (
+            not per_share and not shares and (percent_table or bool(re.search(r"percent|\bmix\b|\bgrowth\b", context)))
         )
         share_unit = ""
         if shares:

@@ -609,3 +609,37 @@ def test_a_table_introduced_as_percentages_of_revenue_keeps_its_cells_percentage
              "indicated, in millions of dollars, as reported in our statements of income for the quarter.",
              "(In millions)", "Three Months Ended April 30, 2023 May 1, 2022", "Gaming 2,240 3,620"]  # fmt: skip
     assert table_statements(later)[-1].startswith("Gaming: $2,240 million, three months ended April 30, 2023;")
+
+
+def test_rows_the_pdf_reflow_joined_into_one_paragraph_are_labelled_one_by_one() -> None:
+    # Amazon's Q3 2023 statement of operations reaches us as one paragraph holding several rows.
+    page = ["(in millions, except per share data)", "Three Months Ended", "September 30,", "Nine Months Ended",
+            "September 30,", "2022 2023 2022 2023",
+            "Net product sales $ 59,340 $ 63,171 $ 172,370 $ 179,184 Net service sales 67,761 79,912 192,409 "
+            "225,640 Operating expenses:", "Fulfillment 20,583 21,305 61,011 63,508"]  # fmt: skip
+    rendered = table_statements(page)
+    assert rendered[-4].startswith("Net product sales: $59,340 million, three months ended September 30, 2022;")
+    assert rendered[-3].startswith("Net service sales: $67,761 million,")
+    assert rendered[-2] == "Operating expenses:"
+    assert rendered[-1].startswith("Fulfillment (operating expenses): $20,583 million,")
+    # A paragraph that is not a run of whole rows stays exactly as it was.
+    odd = [*page[:6], "Other current assets 243 0 Cash collateral 1,2 3,4 5,6 7,8 9,1"]
+    assert table_statements(odd)[-1] == odd[-1]
+
+
+def test_a_header_that_starts_in_a_sentence_labels_the_segment_rows_below_it() -> None:
+    page = ["Net sales by groups of similar products and services is as follows (in millions): Three Months Ended",
+            "September 30,", "Nine Months Ended", "September 30,", "2022 2023 2022 2023", "Net Sales:",
+            "Online stores (1) $ 53,489 $ 57,267 $ 155,473 $ 161,329", "AWS 20,538 23,059 58,718 66,553"]  # fmt: skip
+    rendered = table_statements(page)
+    assert rendered[-2].startswith("Online stores (net Sales): $53,489 million, three months ended September 30, 2022;")
+    assert rendered[-1].startswith(
+        "AWS (net Sales): $20,538 million, three months ended September 30, 2022; "
+        "$23,059 million, three months ended September 30, 2023;"
+    )
+
+
+def test_a_header_that_would_give_two_columns_one_label_labels_nothing() -> None:
+    # Apple's balance sheet header as extracted names one date twice; one of them would be wrong.
+    page = ["(In millions)", "September 24, 2022 September 24, 2022", "Inventories 6,820 4,946"]
+    assert table_statements(page)[-1] == "Inventories 6,820 4,946"
