@@ -436,11 +436,15 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
         label = set(content_stems(row))
         head, _, group = row.partition(" (")
         head_terms = set(content_stems(head))
-        if group and not head_terms & _MEASURE_STEMS and set(content_stems(group)) & _MEASURE_STEMS & asked:
-            # The parenthesis is the table group the line sits in, named by the asked measure:
-            # "Technology and content (operating expenses)" is the technology and content expense line,
-            # so only the line's own words can narrow it ("Desktop (net revenue)" is one segment).
-            return bool({t for t in head_terms if t not in asked and t not in _NEUTRAL_QUALIFIERS})
+        group_terms = set(content_stems(group))
+        if group and not head_terms & _MEASURE_STEMS and group_terms & _MEASURE_STEMS:
+            # The parenthesis is the table group the line sits in: "Technology and content (operating
+            # expenses)" is the technology and content expense line, so only the line's own words can
+            # narrow it ("Desktop (net revenue)" is one segment).  Asked by the line's name alone ("What
+            # was research and development ..."), the line in its group is what was asked.
+            unasked = {t for t in head_terms if t not in asked and t not in _NEUTRAL_QUALIFIERS}
+            if group_terms & _MEASURE_STEMS & asked or (head_terms and not unasked):
+                return bool(unasked)
         if label & _MEASURE_STEMS and not label & _MEASURE_STEMS & asked:
             return True  # another measure's row: "Net revenue" when net income was asked
         if label & _MEASURE_STEMS & asked:

@@ -390,6 +390,11 @@ def test_a_line_named_by_its_table_group_is_not_narrower_than_the_question() -> 
     asked = frozenset(content_stems("Amazon's technology and content expenses"))
     line = "Technology and content (operating expenses): $20,450 million, three months ended March 31, 2023."
     assert not unasked_qualifier(line, asked)
+    # Asked by the line's name alone, the line in its group is what was asked.
+    assert not unasked_qualifier(
+        "Research and development (operating expenses): $1,875 million, three months ended April 30, 2023.",
+        frozenset(content_stems("What was research and development in the quarter for NVIDIA")),
+    )
     # The group names the measure; the line's own words still narrow it.
     assert unasked_qualifier(
         "Desktop (net revenue): $2,879 million, three months ended July 1, 2023.",
