@@ -30,6 +30,7 @@ from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type
 from answers.writers.extractive import (
     ExtractiveWriter,
+    is_heading,
     mentions_excluded,
     row_fits_period,
     row_label,
@@ -175,6 +176,7 @@ class _Sentence:
     instruction: bool
     excluded: bool = False  # names a term the question excludes
     score: float = 0.0
+    heading: frozenset[str] = frozenset()  # the sub-heading it sits under inside the chunk ("Use a password manager")
 
     @property
     def blocked(self) -> bool:
@@ -227,19 +229,22 @@ def build_evidence(
 
     sentences: dict[int, list[_Sentence]] = {}
     # Three chunks of each of eight documents; a question bound to one or two filings reads more of each.
-    # One or two filings: a statement row can rank tenth of a 200-page filing's chunks.
-    cap = 12 if len(order) <= 2 else 8
+    # One filing: a statement row can rank fourteenth of a 60-chunk filing's chunks (Apple's Q2 2023 net income).
+    cap = 16 if len(order) == 1 else 12 if len(order) == 2 else 8
     per_doc = max(CHUNKS_PER_DOCUMENT, min(cap, CHUNKS_PER_DOCUMENT * max_documents // max(len(order), 1)))
     per_doc_passages = max(PASSAGES_PER_DOCUMENT, min(6, PASSAGES_PER_DOCUMENT * max_documents // max(len(order), 1)))
     for doc_id in order:
         out: list[_Sentence] = []
         for c in by_doc[doc_id][:per_doc]:
+            sub_heading: frozenset[str] = frozenset()
             for s, e in split_sentences(c.text):
                 raw = c.text[s:e]
+                if is_heading(raw):
+                    sub_heading = frozenset(content_stems(raw))
                 # A sentence naming an excluded term ("subscribers, not publishers") never enters a passage;
                 # the rest of its chunk can still answer (the answer path does not drop whole chunks).
                 out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), is_instruction(raw),
-                                     mentions_excluded(raw, plan.parsed.exclude)))  # fmt: skip
+                                     mentions_excluded(raw, plan.parsed.exclude), heading=sub_heading))  # fmt: skip
         sentences[doc_id] = out
 
     q_terms = query_terms(plan, extra_query)
@@ -284,7 +289,7 @@ def build_evidence(
             # The title alone does not make a sentence about the question: no shared term, no score.
             if sent.blocked or not sent.terms & (free_set or q_set):
                 continue
-            around = context_terms[id(sent.chunk)]
+            around = context_terms[id(sent.chunk)] | sent.heading
             lexical[id(sent)] = (
                 sum(
                     idf[t] * (1.0 if t in sent.terms or t in bound else TITLE_TERM_WEIGHT if t in around else 0.0)

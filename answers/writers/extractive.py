@@ -227,7 +227,7 @@ def _is_fragment(sentence: str) -> bool:
     return not _SENTENCE_END_RE.search(s)
 
 
-def _is_heading(sentence: str) -> bool:
+def is_heading(sentence: str) -> bool:
     """A short line without a full stop that names what follows ("Paid Parental Leave", "## Unpaid leave")."""
     s = sentence.strip().lstrip("#").strip()
     return bool(s) and len(s) <= 80 and not _SENTENCE_END_RE.search(s) and not s.endswith((",", ";"))
@@ -305,7 +305,25 @@ def _asked_shape(query: str) -> str:
         return "number"
     if re.search(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bdeadline\b", q):
         return "date"
+    if re.match(r"\s*which\s+(?!(?:was|is|were|are|one|of)\b)[a-z]", q):
+        return "name"  # "Which password manager does TTS recommend?", not "Which was larger: ..."
     return ""
+
+
+# A name in running text: a capitalised word after the first ("KeePassXC", "Zoom", "FOIA") or an address.
+_NAME_RE = re.compile(
+    r"(?<=\s)[A-Z][A-Za-z0-9]+(?:[-.][A-Za-z0-9]+)*|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:gov|com|org|net|io)\b"
+)
+
+
+def names_something(sentence: str, asked: frozenset[str]) -> bool:
+    """Whether the sentence names something the question does not (a product, a system, an office)."""
+    for m in _NAME_RE.finditer(sentence):
+        word = m.group(0)
+        if word.lower() in STOPWORDS or not set(content_stems(word)) - asked:
+            continue
+        return True
+    return False
 
 
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
@@ -559,6 +577,7 @@ class ExtractiveWriter:
     # A supporting claim whose content words are (nearly) all in the claims already chosen adds nothing.
     redundant_coverage = 0.85
     shape_bonus = 0.1
+    nameless_factor = 0.85  # "which ..." asked, and the sentence names nothing the question does not
     # A query term that only the page title or the heading above the sentence carries counts this
     # share: under "Paid Parental Leave", "You are entitled to 12 weeks of paid time off" answers
     # "how much paid parental leave" although the sentence says "parental" nowhere.
@@ -656,7 +675,10 @@ class ExtractiveWriter:
                 continue
             low = normalise_ws(c.text).lower()
             score = c.lexical + self.phrase_bonus * sum(1 for p in phrases if p in low)
-            if wants and _ANSWER_SHAPE[wants].search(c.text):
+            if wants == "name":
+                # "Which password manager ...": answered by a sentence that names one ("KeePassXC").
+                score = score + self.shape_bonus if names_something(c.text, asked) else score * self.nameless_factor
+            elif wants and _ANSWER_SHAPE[wants].search(c.text):
                 score += self.shape_bonus  # "how much" is answered by a number, "when" by a date
             if sim is not None:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
@@ -715,7 +737,7 @@ class ExtractiveWriter:
                 raw = ev.text[start:end]
                 if not _LIST_MARKER_RE.match(raw) or raw.startswith("#"):
                     if _is_fragment(raw):  # never a claim; a short one is the heading of what follows
-                        if _is_heading(raw):
+                        if is_heading(raw):
                             heading = frozenset(content_stems(raw))
                         rejected["fragment"] = rejected.get("fragment", 0) + 1
                         continue
@@ -758,6 +780,7 @@ class ExtractiveWriter:
 
 __all__ = [
     "ExtractiveWriter",
+    "is_heading",
     "mentions_excluded",
     "asked_span",
     "row_fits_period",
