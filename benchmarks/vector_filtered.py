@@ -51,6 +51,17 @@ Strategies (one SQL statement each, as the product would send it):
   bq_rescore_<N>       binary-quantised first pass: hamming distance on binary_quantize(embedding)::bit(384)
                        (48 bytes a row) over a covering btree (tenant, acl) INCLUDE (id, emb_bits), the
                        N nearest candidates, then exact halfvec re-scoring of those N (e.g. bq_rescore_200)
+  ivf_<cover|keyacl>_nl<L>_p<P>  clustered exact scan: per-tenant spherical k-means with L centroids
+                       (retrieval/vclusters.py, trained on <= 64 L sampled rows), each row's nearest centroid in
+                       ``vcluster``; the P centroids nearest the query (SQL over the centroid table), then one
+                       exact index-only scan of those clusters' readable rows over a covering btree
+                       ``cover``: (tenant, vcluster) INCLUDE (acl, id, emb_half) or
+                       ``keyacl``: (tenant, vcluster, acl) INCLUDE (id, emb_half) (a side table, see ensure_ivf;
+                       the JSON's ivf_build has training / assignment times and index sizes = the ingest cost)
+  adaptive_ivf_nl<L>_p<P>  the product's rule now: count readable rows; <= cap -> exact_cover_half, else the
+                       clustered scan (keyacl, with the product's extra branch for rows without a cluster)
+  ivfflat_l<L>_p<P>    pgvector's own IVFFlat on emb_half (one index over all tenants, L lists),
+                       ivfflat.probes = P, ivfflat.iterative_scan = relaxed_order
 
 Only the indexes the chosen strategies use are built (``--strategies``, ``--no-hnsw``, ``--no-partial``);
 the JSON records each Postgres setting with its unit and in bytes.
@@ -189,10 +200,23 @@ NEEDS: dict[str, set[str]] = {
 
 
 HNSW_VARIANT = re.compile(r"hnsw_(relaxed|strict)_ef(\d+)(?:_mst(\d+))?$")
+# Clustered exact scan: per-tenant spherical k-means (retrieval/vclusters.py), nlist clusters, nprobe probed.
+IVF_VARIANT = re.compile(r"ivf_(cover|keyacl)_nl(\d+)_p(\d+)$")
+IVFFLAT_VARIANT = re.compile(r"ivfflat_l(\d+)_p(\d+)$")
+ADAPTIVE_IVF_VARIANT = re.compile(r"adaptive_ivf_nl(\d+)_p(\d+)$")
 ADAPTIVE_VARIANT = re.compile(r"adaptive_cap(\d+)(?:_ef(\d+))?$")
 
 
 def needs(strategy: str) -> set[str]:
+    ivf = IVF_VARIANT.match(strategy)
+    if ivf:
+        return {f"ivf{ivf.group(2)}_{ivf.group(1)}"}
+    aivf = ADAPTIVE_IVF_VARIANT.match(strategy)
+    if aivf:
+        return {"cover_half", f"ivf{aivf.group(1)}_keyacl"}
+    flat = IVFFLAT_VARIANT.match(strategy)
+    if flat:
+        return {f"ivfflat{flat.group(1)}"}
     if strategy.startswith("bq_rescore_"):
         return {"cover_bits"}
     if HNSW_VARIANT.match(strategy):
@@ -254,6 +278,101 @@ def load(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.nd
     return t
 
 
+def ensure_ivf(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants: np.ndarray, acls: np.ndarray,
+               nlist: int, variants: set[str], seed: int) -> dict[str, Any]:  # fmt: skip
+    """The clustered exact scan's data: per-tenant centroids and a side table with each row's cluster.
+
+    ``{schema}.ivf<nlist>`` holds (id, tenant_id, vcluster, acl_set_id, emb_half) of every row and
+    ``{schema}.ivf<nlist>_centroids`` each tenant's centroids; the covering btrees are
+    ``cover``: (tenant_id, vcluster) INCLUDE (acl_set_id, id, emb_half) and
+    ``keyacl``: (tenant_id, vcluster, acl_set_id) INCLUDE (id, emb_half).  The product keeps ``vcluster``
+    on the chunk table itself; a side table measures the same index-only scan without rewriting the 1M-row
+    table (and its HNSW index) for every nlist.  Timings and sizes are kept in ``{schema}.ivf_meta``.
+    """
+    from retrieval.vclusters import assign, spherical_kmeans
+
+    table = f"{schema}.ivf{nlist}"
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.ivf_meta (nlist int PRIMARY KEY, info jsonb NOT NULL)")
+    got = conn.execute(f"SELECT info FROM {schema}.ivf_meta WHERE nlist = %s", [nlist]).fetchone()
+    info: dict[str, Any] = dict(got[0]) if got else {}
+    if not got:
+        t: dict[str, Any] = {"nlist_per_tenant": nlist, "train_s": {}, "train_rows": {}}
+        labels = np.empty(len(vecs), dtype=np.int32)
+        cents = {}
+        assign_s = 0.0
+        for tenant in range(TENANTS):
+            idx = np.nonzero(tenants == tenant)[0]
+            t0 = time.perf_counter()
+            cents[tenant] = spherical_kmeans(vecs[idx], nlist, iters=20, seed=seed + tenant)
+            t["train_s"][str(tenant)] = time.perf_counter() - t0
+            t["train_rows"][str(tenant)] = int(min(len(idx), 64 * nlist))
+            t0 = time.perf_counter()
+            labels[idx] = assign(vecs[idx], cents[tenant])
+            assign_s += time.perf_counter() - t0
+        t["assign_s"] = assign_s
+        t["assign_us_per_row"] = assign_s / len(vecs) * 1e6
+        t0 = time.perf_counter()  # one row at a time, as ingest would (a 384 x nlist matrix-vector product)
+        for i in range(200):
+            assign(vecs[i], cents[int(tenants[i])])
+        t["assign_one_row_us"] = (time.perf_counter() - t0) / 200 * 1e6
+        sizes = np.bincount(labels[tenants == 0], minlength=nlist)
+        t["cluster_rows_tenant0"] = {"min": int(sizes.min()), "median": float(np.median(sizes)),
+                                     "max": int(sizes.max())}  # fmt: skip
+        conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_centroids")
+        conn.execute(f"CREATE TABLE {table}_centroids (tenant_id int, cluster int, centroid vector({DIM}), "
+                     f"PRIMARY KEY (tenant_id, cluster))")  # fmt: skip
+        with conn.cursor() as cur, cur.copy(f"COPY {table}_centroids FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["int4", "int4", "vector"])
+            for tenant, c in cents.items():
+                for j in range(len(c)):
+                    copy.write_row((tenant, j, c[j]))
+        conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, tenant_id int NOT NULL, vcluster int NOT NULL, "
+                     f"acl_set_id int NOT NULL, emb_half halfvec({DIM}) NOT NULL)")  # fmt: skip
+        t0 = time.perf_counter()
+        with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "int4", "int4", "int4", "halfvec"])
+            for i in range(len(vecs)):
+                copy.write_row((i + 1, int(tenants[i]), int(labels[i]), int(acls[i]), HalfVector(vecs[i])))
+        t["copy_s"] = time.perf_counter() - t0
+        info = t
+        print(f"  ivf{nlist}: {json.dumps(t)}", flush=True)
+    conn.execute(f"ALTER TABLE {table} ALTER COLUMN vcluster DROP NOT NULL")  # as the product's column
+    for variant in sorted(variants):
+        key = f"index_{variant}_s"
+        if key in info:
+            continue
+        cols = ("(tenant_id, vcluster) INCLUDE (acl_set_id, id, emb_half)" if variant == "cover"
+                else "(tenant_id, vcluster, acl_set_id) INCLUDE (id, emb_half)")  # fmt: skip
+        t0 = time.perf_counter()
+        conn.execute(f"CREATE INDEX ivf{nlist}_{variant} ON {table} {cols}")
+        info[key] = time.perf_counter() - t0
+        info[f"index_{variant}_bytes"] = one(conn.execute("SELECT pg_relation_size(%s)",
+                                                          [f"{schema}.ivf{nlist}_{variant}"]
+                                                          ).fetchone())  # fmt: skip
+        conn.execute(f"VACUUM (ANALYZE) {table}")
+        print(f"  ivf{nlist}_{variant}: {info[key]:.1f}s, {info[f'index_{variant}_bytes'] / 2**20:.0f} MB", flush=True)
+    conn.execute(f"INSERT INTO {schema}.ivf_meta VALUES (%s, %s) ON CONFLICT (nlist) DO UPDATE SET info = excluded.info",
+                 [nlist, json.dumps(info)])  # fmt: skip
+    return info
+
+
+def ensure_ivfflat(conn: psycopg.Connection, schema: str, lists: int) -> dict[str, Any]:
+    """pgvector's own IVFFlat on the halfvec column (one index over all tenants), for comparison."""
+    name = f"items_ivfflat{lists}"
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {schema}.ivf_meta (nlist int PRIMARY KEY, info jsonb NOT NULL)")
+    got = conn.execute(f"SELECT info FROM {schema}.ivf_meta WHERE nlist = %s", [-lists]).fetchone()
+    if got:
+        return dict(got[0])
+    t0 = time.perf_counter()
+    conn.execute(f"CREATE INDEX {name} ON {schema}.items USING ivfflat (emb_half halfvec_cosine_ops) "
+                 f"WITH (lists = {int(lists)})")  # fmt: skip
+    info = {"lists": lists, "build_s": time.perf_counter() - t0,
+            "bytes": one(conn.execute("SELECT pg_relation_size(%s)", [f"{schema}.{name}"]).fetchone())}  # fmt: skip
+    print(f"  {name}: {json.dumps(info)}", flush=True)
+    conn.execute(f"INSERT INTO {schema}.ivf_meta VALUES (%s, %s)", [-lists, json.dumps(info)])
+    return info
+
+
 def one(row: tuple[Any, ...] | None) -> Any:
     """The first column of a row that the query always returns."""
     assert row is not None
@@ -280,6 +399,14 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
         cap = int(adaptive.group(1))
         ef_search = int(adaptive.group(2)) if adaptive.group(2) else ef_search
         name = "adaptive"
+    ivf = IVF_VARIANT.match(name)
+    nprobe = 0
+    aivf = ADAPTIVE_IVF_VARIANT.match(name)
+    if aivf:
+        name, nlist, nprobe, variant = "adaptive", int(aivf.group(1)), int(aivf.group(2)), "keyacl"
+    elif ivf:
+        variant, nlist, nprobe, name = ivf.group(1), int(ivf.group(2)), int(ivf.group(3)), "ivf"
+    flat = IVFFLAT_VARIANT.match(name)
     workers = 0
     if name.startswith("exact_cover_half_par"):
         workers, name = int(name.removeprefix("exact_cover_half_par") or 2), "exact_cover_half"
@@ -293,7 +420,7 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 [tenant, readable, cap + 1],
             )
             n = one(cur.fetchone())
-            name = "exact_cover_half" if n <= cap else "hnsw_iterative"
+            name = "exact_cover_half" if n <= cap else ("ivf" if nprobe else "hnsw_iterative")
             tag = f"adaptive->{name}"
         if name == "hnsw_iterative":
             cur.execute(f"SET LOCAL hnsw.iterative_scan = {order}")
@@ -312,6 +439,39 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
             )
             if tag == "adaptive->hnsw_iterative" and cur.rowcount < min(k, n):
                 name, tag = "exact_cover_half", "adaptive->hnsw_iterative+exact-fallback"  # as the product does
+        if name == "ivf":
+            # The nprobe centroids nearest the query (a seq scan over the tenant's nlist centroids), then
+            # one exact index-only scan over those clusters' rows of the reader's ACL sets.
+            cur.execute("SET LOCAL enable_bitmapscan = off")
+            cur.execute("SET LOCAL enable_seqscan = off")
+            probe = (f"SELECT id, emb_half <=> %s::halfvec AS d FROM {schema}.ivf{nlist} WHERE tenant_id = %s "
+                     f"AND vcluster = ANY(ARRAY(SELECT cluster FROM {schema}.ivf{nlist}_centroids WHERE tenant_id = %s "
+                     f"ORDER BY centroid <=> %s::vector LIMIT %s)) AND acl_set_id = ANY(%s) OFFSET 0")  # fmt: skip
+            if tag.startswith("adaptive"):
+                # The product's statement (retrieval/backends/postgres.py): also every row without a cluster.
+                tag = f"adaptive->ivf_keyacl_nl{nlist}_p{nprobe}"
+                cur.execute(
+                    f"SELECT id FROM (({probe}) UNION ALL (SELECT id, emb_half <=> %s::halfvec AS d FROM "
+                    f"{schema}.ivf{nlist} WHERE tenant_id = %s AND vcluster IS NULL AND acl_set_id = ANY(%s) OFFSET 0)"
+                    f") s ORDER BY d, id LIMIT %s",
+                    [v, tenant, tenant, v, nprobe, readable, v, tenant, readable, k],
+                )
+            else:
+                cur.execute(f"SELECT id FROM ({probe}) s ORDER BY d, id LIMIT %s",
+                            [v, tenant, tenant, v, nprobe, readable, k])  # fmt: skip
+        if flat:
+            cur.execute(f"SET LOCAL ivfflat.probes = {int(flat.group(2))}")
+            cur.execute("SET LOCAL ivfflat.iterative_scan = relaxed_order")
+            cur.execute("SET LOCAL enable_bitmapscan = off")
+            cur.execute("SET LOCAL enable_seqscan = off")
+            cur.execute("SET LOCAL enable_sort = off")
+            cur.execute(
+                f"WITH nn AS MATERIALIZED (SELECT id, emb_half <=> %s::halfvec AS d FROM {schema}.items "
+                f"WHERE tenant_id + 0 = %s AND acl_set_id + 0 = ANY(%s) ORDER BY emb_half <=> %s::halfvec LIMIT %s) "
+                f"SELECT id FROM nn ORDER BY d, id",
+                [v, tenant, readable, v, k],
+            )
+            name = "ivfflat"
         if name == "exact_heap":
             # Bitmap on the (tenant, acl) keys, then the heap: the product's exact path without a covering index.
             cur.execute("SET LOCAL enable_indexscan = off")
@@ -361,7 +521,7 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 f"LIMIT %s) SELECT id FROM nn ORDER BY d, id",
                 [v, readable, v, k],
             )
-        elif name != "hnsw_iterative":
+        elif name not in ("hnsw_iterative", "ivf", "ivfflat"):
             raise ValueError(name)
         return [int(r[0]) for r in cur.fetchall()], tag
 
@@ -460,6 +620,17 @@ def main() -> int:
         print(f"loading {args.rows} rows into {schema} ...", flush=True)
         hnsw_params = (args.hnsw_m, args.hnsw_ef_construction)
         build = load(conn, schema, vecs, tenants, acls, indexes, args.maintenance_work_mem, *hnsw_params)
+    ivf_build: dict[str, Any] = {}
+    ivf_variants: dict[int, set[str]] = {}
+    for key in sorted(indexes):
+        m = re.match(r"ivf(\d+)_(cover|keyacl)$", key)
+        if m:
+            ivf_variants.setdefault(int(m.group(1)), set()).add(m.group(2))
+        m = re.match(r"ivfflat(\d+)$", key)
+        if m:
+            ivf_build[f"ivfflat_lists{m.group(1)}"] = ensure_ivfflat(conn, schema, int(m.group(1)))
+    for nlist, variants in sorted(ivf_variants.items()):
+        ivf_build[f"ivf_nlist{nlist}"] = ensure_ivf(conn, schema, vecs, tenants, acls, nlist, variants, args.seed)
     sizes: dict[str, int] = dict(
         conn.execute(
             "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -482,6 +653,7 @@ def main() -> int:
         "vectors": vector_info, "started_utc": started,
         "loadavg_start": load_start, "nproc": os.cpu_count(),
         "product_settings": product, "strategies": strategies, "indexes_built": sorted(indexes), "build": build,
+        "ivf_build": ivf_build,
         "sizes_bytes": sizes, "pg_settings": settings, "cpu_count": os.cpu_count(),
         "pg_version": one(conn.execute("SHOW server_version").fetchone()),
         "pgvector": one(conn.execute("SELECT extversion FROM pg_extension WHERE extname='vector'").fetchone()),
