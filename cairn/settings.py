@@ -200,6 +200,15 @@ CAIRN = {
     "EMBEDDER_THREADS": env_int("CAIRN_EMBEDDER_THREADS", 1, minimum=1),
     "VECTOR_EXACT_SCAN_MAX_ROWS": env_int("CAIRN_VECTOR_EXACT_SCAN_MAX_ROWS", 80000, minimum=0),
     "HNSW_EF_SEARCH": env_int("CAIRN_HNSW_EF_SEARCH", 200, minimum=10),
+    # The clustered exact scan of broad readers (retrieval/clustering.py, docs/vector-benchmark.md): per-tenant
+    # k-means centroids once a tenant has VECTOR_CLUSTER_MIN_CHUNKS embedded chunks, about one centroid per
+    # ROWS_PER_LIST chunks, NPROBE clusters scanned per query, retrained when the tenant grows RETRAIN_GROWTH-fold.
+    "VECTOR_CLUSTERS": env_bool("CAIRN_VECTOR_CLUSTERS", True),
+    "VECTOR_CLUSTER_MIN_CHUNKS": env_int("CAIRN_VECTOR_CLUSTER_MIN_CHUNKS", 80000, minimum=1),
+    "VECTOR_CLUSTER_ROWS_PER_LIST": env_int("CAIRN_VECTOR_CLUSTER_ROWS_PER_LIST", 650, minimum=1),
+    "VECTOR_CLUSTER_NPROBE": env_int("CAIRN_VECTOR_CLUSTER_NPROBE", 32, minimum=1),
+    "VECTOR_CLUSTER_RETRAIN_GROWTH": env_float("CAIRN_VECTOR_CLUSTER_RETRAIN_GROWTH", 2.0),
+    "VECTOR_CLUSTER_BATCH": env_int("CAIRN_VECTOR_CLUSTER_BATCH", 2000, minimum=1),
     "RETRIEVAL_PARALLEL_LEGS": env_bool("CAIRN_RETRIEVAL_PARALLEL_LEGS", True),
     "ANSWER_CACHE_SECONDS": env_int("CAIRN_ANSWER_CACHE_SECONDS", 600, minimum=0),
     "LATEST_CACHE_SECONDS": env_int("CAIRN_LATEST_CACHE_SECONDS", 60, minimum=0),
@@ -229,6 +238,11 @@ CAIRN = {
     "DEMO_SOURCE_PORT": env_int("CAIRN_DEMO_SOURCE_PORT", 8765, minimum=1),
 }
 CREDENTIALS_KEY = env_str("CAIRN_CREDENTIALS_KEY", "")
+_growth = env_float("CAIRN_VECTOR_CLUSTER_RETRAIN_GROWTH", 2.0)
+if not _growth > 1.0:  # 1.0 or less would retrain on every ingest past the threshold
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"CAIRN_VECTOR_CLUSTER_RETRAIN_GROWTH must be > 1.0, got {_growth!r}")
 # Single sign-on (identity/sso.py): issuer hosts (host:port) the operator lets tenants use over plain http or on a
 # private address (a lab IdP); tenants' issuers otherwise must be https on public addresses.
 CAIRN["SSO_ALLOWED_HOSTS"] = env_list("CAIRN_SSO_ALLOWED_HOSTS", [])

@@ -112,6 +112,10 @@ class Chunk(TenantScopedModel):
     updated_at_source = models.DateTimeField(null=True, blank=True)
     authority_tier = models.IntegerField(default=2)
     version_label = models.CharField(max_length=100, blank=True, default="")
+    # The nearest centroid of the tenant's vector clustering (VectorCentroid, retrieval/vclusters.py): set at
+    # ingest once the tenant has centroids, NULL before.  The covering index chunk_tenant_vcluster_half
+    # (migration 0011) serves the clustered exact scan of broad readers (retrieval/backends/postgres.py).
+    vcluster = models.IntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -140,6 +144,39 @@ class IndexState(TenantScopedModel):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant"], name="uniq_indexstate_tenant")]
+
+
+class VectorClustering(TenantScopedModel):
+    """A tenant's vector clustering: how many centroids, trained on how many chunks, and whether every chunk
+    has been assigned to one (only then does the vector leg take the clustered scan).
+
+    ``generation`` grows with every training; the ingest pipeline caches centroids by (tenant, generation).
+    """
+
+    class State(models.TextChoices):
+        REASSIGNING = "reassigning"  # new centroids written, chunks being (re)assigned: the leg uses HNSW
+        READY = "ready"  # every chunk that has an embedding carries a cluster of this generation
+
+    generation = models.BigIntegerField(default=0)
+    nlist = models.IntegerField(default=0)
+    trained_chunks = models.BigIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.REASSIGNING)
+    trained_at = models.DateTimeField(null=True, blank=True)
+    train_seconds = models.FloatField(default=0.0)
+    ready_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant"], name="uniq_vectorclustering_tenant")]
+
+
+class VectorCentroid(TenantScopedModel):
+    """One centroid of a tenant's current clustering (unit vector); ``cluster`` is the value in Chunk.vcluster."""
+
+    cluster = models.IntegerField()
+    centroid = VectorField(dimensions=EMBEDDING_DIM)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "cluster"], name="uniq_vectorcentroid_cluster")]
 
 
 class IngestEvent(TenantScopedModel):

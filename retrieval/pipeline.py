@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from retrieval import clustering
 from retrieval.chunking import ChunkSpan, chunk_text
 from retrieval.contracts import RESTORE_MARKER, Acl, SourceDocument, normalise_acl
 from retrieval.entities import describe_document
@@ -352,6 +353,8 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
         if not created:
             _remove_chunks(document, state)
         denorm = _chunk_denorm(document)
+        # The tenant's vector clustering, if it has one (under the IndexState lock: see retrieval/clustering.py).
+        clusters = clustering.assign_for_ingest(vectors[: len(prepared.chunks)])
         Chunk.objects.bulk_create(
             [
                 Chunk(
@@ -363,6 +366,7 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
                     char_start=span.start,
                     char_end=span.end,
                     embedding=vectors[i].tolist(),
+                    vcluster=clusters[i],
                     **denorm,
                 )  # fmt: skip
                 for i, span in enumerate(prepared.chunks)
@@ -373,6 +377,7 @@ def _write_document(source: Source, prepared: Prepared, acl: Acl, vectors: np.nd
         record_index_change(document.pk, "upsert")
         _bump_index(state)
         IndexState.objects.filter(pk=state.pk).update(content_as_of=timezone.now())
+        clustering.schedule_training_if_due(tenant_id, state.n_chunks + len(prepared.chunks))
         return OUTCOME_CREATED if created else OUTCOME_UPDATED
 
 

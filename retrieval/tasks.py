@@ -146,6 +146,18 @@ def sweep_pending_events(older_than_seconds: int = 30, tenant_ids: list[int] | N
     return queued
 
 
+@shared_task(acks_late=True)
+def train_vector_clusters(tenant_id: int, force: bool = False) -> dict:
+    """(Re)train a tenant's vector centroids and reassign its chunks (retrieval/clustering.py).
+
+    Queued on commit by the ingest that makes the tenant due, and by ``manage.py vector_clusters``.  Idempotent:
+    a redelivery (worker killed mid-reassignment) resumes the reassignment; a run when nothing is due is a no-op.
+    """
+    from retrieval import clustering
+
+    return clustering.train(tenant_id, force=force)
+
+
 def _claim_requeue(tenant_id: int, event_pk: int, window_seconds: int) -> bool:
     """True when this event was not re-queued within the window (a marker in the Redis cache)."""
     from django.core.cache import cache
@@ -174,4 +186,10 @@ def process_pending_inline(tenant_id: int, limit: int = 10_000) -> int:
     return done
 
 
-__all__ = ["process_ingest_event", "sweep_pending_events", "enqueue_ingest_event", "transaction"]
+__all__ = [
+    "process_ingest_event",
+    "sweep_pending_events",
+    "enqueue_ingest_event",
+    "train_vector_clusters",
+    "transaction",
+]

@@ -14,8 +14,10 @@ both the index and the query side.
 Vector: cosine distance.  A selective permission filter makes HNSW walk far
 (or stop at ``hnsw.max_scan_tuples`` with fewer than k rows), so when the
 readable rows are few an exact scan over the (tenant, acl) index is both
-faster and exact; otherwise HNSW with iterative scan, and an exact fallback
-if it still returns fewer than k.
+faster and exact; above it, when the tenant's vector clustering is ready
+(retrieval/clustering.py), the clustered exact scan (the nearest clusters'
+readable rows, exactly); otherwise HNSW with iterative scan.  Either of the
+latter falls back to the exact scan if it returns fewer than k.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
+from retrieval import clustering
 from retrieval.backends.base import LegHit, LegResult, SearchFilters
 
 K1 = 0.9
@@ -133,9 +136,35 @@ class PostgresIndexBackend:
         readable = self.count_readable(tenant_id, acl_set_ids, filters, cap)
         base = f"c.tenant_id = %s AND c.acl_set_id_denorm = ANY(%s) AND c.embedding IS NOT NULL {fsql}"
         base_params: list[Any] = [tenant_id, list(acl_set_ids), *fparams]
-        strategy = "exact" if readable <= cap else "hnsw-iterative"
+        strategy = "exact" if readable <= cap else "clustered" if clustering.ready() else "hnsw-iterative"
         rows: list[Any] = []
         with connection.cursor() as cur:
+            if strategy == "clustered":
+                # The NPROBE centroids nearest the query, then an exact index-only scan of those clusters'
+                # readable rows on chunk_tenant_vcluster_half (tenant, vcluster, acl) INCLUDE (id, halfvec),
+                # plus every row not yet assigned (vcluster NULL: never invisible).  OFFSET 0 fences each
+                # branch so neither can turn into an HNSW walk; the btree is forced like the benchmark's.
+                cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
+                cur.execute("SELECT set_config('enable_bitmapscan', 'off', true)")
+                half_base = base.replace("c.embedding IS NOT NULL", "c.embedding_half IS NOT NULL")
+                cur.execute(
+                    f"""
+                    SELECT id, dist FROM (
+                        (SELECT c.id, c.embedding_half <=> %s::halfvec AS dist FROM retrieval_chunk c
+                         WHERE c.vcluster = ANY(ARRAY(
+                             SELECT v.cluster FROM retrieval_vectorcentroid v WHERE v.tenant_id = %s
+                             ORDER BY v.centroid <=> %s::vector LIMIT %s)) AND {half_base} OFFSET 0)
+                        UNION ALL
+                        (SELECT c.id, c.embedding_half <=> %s::halfvec AS dist FROM retrieval_chunk c
+                         WHERE c.vcluster IS NULL AND {half_base} OFFSET 0)
+                    ) s ORDER BY dist, id LIMIT %s
+                    """,
+                    [vec, tenant_id, vec, int(settings.CAIRN["VECTOR_CLUSTER_NPROBE"]), *base_params,
+                     vec, *base_params, k],
+                )  # fmt: skip
+                rows = cur.fetchall()
+                if len(rows) < min(k, readable):
+                    strategy = "clustered+exact-fallback"
             if strategy == "hnsw-iterative":
                 cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
                 cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.CAIRN["HNSW_EF_SEARCH"])])
@@ -151,7 +180,7 @@ class PostgresIndexBackend:
                 rows = cur.fetchall()
                 if len(rows) < min(k, readable):
                     strategy = "hnsw-iterative+exact-fallback"
-            if strategy != "hnsw-iterative":
+            if strategy in ("exact", "hnsw-iterative+exact-fallback", "clustered+exact-fallback"):
                 # OFFSET 0 fences the subquery so the planner cannot swap in the HNSW index.  The
                 # halfvec copy lives in the covering (tenant, acl) index: an index-only scan, no heap
                 # (recall@10 0.999 vs float; benchmarks/vector_filtered.py).
