@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT, Cast, unique
+from tests.support import ROOT, Cast, make_cast
 
 # Browser fixtures (web_server, browser, page, org) for tests/portal and tests/console.
 pytest_plugins = ["tests.browser"]
@@ -34,23 +34,6 @@ def django_db_setup() -> None:
 def _db_access(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     with django_db_blocker.unblock():
         yield
-
-
-def make_cast() -> Cast:
-    from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
-
-    a = do_create_tenant(unique("tenant-a"), "Tenant A")
-    b = do_create_tenant(unique("tenant-b"), "Tenant B")
-    users = {}
-    tokens = {}
-    for name, tenant, role in [("alice", a, "admin"), ("bob", a, "member"), ("carol", a, "member"),
-                               ("mallory", b, "admin")]:  # fmt: skip
-        username = unique(name)
-        user = do_create_user(username, f"{username}@example.com", "pw-" + username, email_verified=True)
-        m = do_add_member(tenant, user, role=role)
-        users[name] = user
-        tokens[name] = do_create_api_token(m)
-    return Cast(a, b, users["alice"], users["bob"], users["carol"], users["mallory"], tokens)
 
 
 @pytest.fixture

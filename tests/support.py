@@ -39,6 +39,23 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def make_cast() -> Cast:
+    from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
+
+    a = do_create_tenant(unique("tenant-a"), "Tenant A")
+    b = do_create_tenant(unique("tenant-b"), "Tenant B")
+    users = {}
+    tokens = {}
+    for name, tenant, role in [("alice", a, "admin"), ("bob", a, "member"), ("carol", a, "member"),
+                               ("mallory", b, "admin")]:  # fmt: skip
+        username = unique(name)
+        user = do_create_user(username, f"{username}@example.com", "pw-" + username, email_verified=True)
+        m = do_add_member(tenant, user, role=role)
+        users[name] = user
+        tokens[name] = do_create_api_token(m)
+    return Cast(a, b, users["alice"], users["bob"], users["carol"], users["mallory"], tokens)
+
+
 def ingest_inline(tenant_id: int) -> int:
     """Apply the tenant's pending ingest events in this process (same code the worker runs)."""
     from retrieval.tasks import process_pending_inline
