@@ -692,6 +692,8 @@ def main() -> int:
             row: dict[str, Any] = {
                 "recall_at_10": statistics.mean(recalls), "min_recall": min(recalls),
                 "p50_ms": pct(lat, 50), "p95_ms": pct(lat, 95), "p99_ms": pct(lat, 99),
+                "share_recall_below_half": sum(r < 0.5 for r in recalls) / len(recalls),
+                "share_recall_zero": sum(r == 0 for r in recalls) / len(recalls),
                 "mean_ms": statistics.mean(lat), "paths": sorted(tags),
                 "origin_recall_at_10": statistics.mean(origin_recalls) if origin_recalls else None,
                 "plan": explain(conn, schema, name, q0, t0_, r0, args.k),
