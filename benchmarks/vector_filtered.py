@@ -59,8 +59,9 @@ Strategies (one SQL statement each, as the product would send it):
                        ``cover``: (tenant, vcluster) INCLUDE (acl, id, emb_half) or
                        ``keyacl``: (tenant, vcluster, acl) INCLUDE (id, emb_half) (a side table, see ensure_ivf;
                        the JSON's ivf_build has training / assignment times and index sizes = the ingest cost)
-  adaptive_ivf_nl<L>_p<P>  the product's rule now: count readable rows; <= cap -> exact_cover_half, else the
-                       clustered scan (keyacl, with the product's extra branch for rows without a cluster)
+  adaptive_ivf_nl<L>_p<P>[_skip]  the product's rule now: count readable rows; <= cap -> exact_cover_half, else
+                       the clustered scan (keyacl, with the product's extra branch for rows without a cluster);
+                       _skip: no count when the per-ACL-set row counts (a snapshot) sum to > 2 x cap
   ivfflat_l<L>_p<P>    pgvector's own IVFFlat on emb_half (one index over all tenants, L lists),
                        ivfflat.probes = P, ivfflat.iterative_scan = relaxed_order
 
@@ -204,7 +205,11 @@ HNSW_VARIANT = re.compile(r"hnsw_(relaxed|strict)_ef(\d+)(?:_mst(\d+))?$")
 # Clustered exact scan: per-tenant spherical k-means (retrieval/vclusters.py), nlist clusters, nprobe probed.
 IVF_VARIANT = re.compile(r"ivf_(cover|keyacl)_nl(\d+)_p(\d+)$")
 IVFFLAT_VARIANT = re.compile(r"ivfflat_l(\d+)_p(\d+)$")
-ADAPTIVE_IVF_VARIANT = re.compile(r"adaptive_ivf_nl(\d+)_p(\d+)$")
+ADAPTIVE_IVF_VARIANT = re.compile(r"adaptive_ivf_nl(\d+)_p(\d+)(_skip)?$")
+# adaptive_ivf_..._skip: per-(tenant, ACL set) row counts kept beside the centroids (the product's snapshot at
+# training time); a reader whose sets sum to more than SKIP_COUNT_FACTOR x cap takes the clustered scan uncounted.
+SKIP_COUNT_FACTOR = 2.0
+_acl_counts: dict[tuple[str, int], dict[int, int]] = {}
 ADAPTIVE_VARIANT = re.compile(r"adaptive_cap(\d+)(?:_ef(\d+))?$")
 
 
@@ -401,10 +406,11 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
         ef_search = int(adaptive.group(2)) if adaptive.group(2) else ef_search
         name = "adaptive"
     ivf = IVF_VARIANT.match(name)
-    nprobe = 0
+    nprobe, skip = 0, False
     aivf = ADAPTIVE_IVF_VARIANT.match(name)
     if aivf:
         name, nlist, nprobe, variant = "adaptive", int(aivf.group(1)), int(aivf.group(2)), "keyacl"
+        skip = bool(aivf.group(3))
     elif ivf:
         variant, nlist, nprobe, name = ivf.group(1), int(ivf.group(2)), int(ivf.group(3)), "ivf"
     flat = IVFFLAT_VARIANT.match(name)
@@ -413,6 +419,14 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
         workers, name = int(name.removeprefix("exact_cover_half_par") or 2), "exact_cover_half"
     n = -1
     with conn.transaction(), conn.cursor() as cur:
+        if name == "adaptive" and skip:
+            key = (schema, tenant)
+            if key not in _acl_counts:  # the snapshot, read once (not timed after the warm-up queries)
+                _acl_counts[key] = dict(conn.execute(f"SELECT acl_set_id, count(*) FROM {schema}.items WHERE "
+                                                     f"tenant_id = %s GROUP BY 1", [tenant]).fetchall())  # fmt: skip
+            counts = _acl_counts[key]
+            if sum(counts.get(a, 0) for a in readable) > SKIP_COUNT_FACTOR * cap:
+                name, n, tag = "ivf", cap + 1, "adaptive->ivf_uncounted"
         if name == "adaptive":
             cur.execute("SET LOCAL enable_bitmapscan = off")
             cur.execute(
@@ -449,8 +463,9 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                      f"AND vcluster = ANY(ARRAY(SELECT cluster FROM {schema}.ivf{nlist}_centroids WHERE tenant_id = %s "
                      f"ORDER BY centroid <=> %s::vector LIMIT %s)) AND acl_set_id = ANY(%s) OFFSET 0")  # fmt: skip
             if tag.startswith("adaptive"):
+                uncounted = tag == "adaptive->ivf_uncounted"
                 # The product's statement (retrieval/backends/postgres.py): also every row without a cluster.
-                tag = f"adaptive->ivf_keyacl_nl{nlist}_p{nprobe}"
+                tag = f"adaptive->ivf_keyacl_nl{nlist}_p{nprobe}" + ("_uncounted" if uncounted else "")
                 cur.execute(
                     f"SELECT id FROM (({probe}) UNION ALL (SELECT id, emb_half <=> %s::halfvec AS d FROM "
                     f"{schema}.ivf{nlist} WHERE tenant_id = %s AND vcluster IS NULL AND acl_set_id = ANY(%s) OFFSET 0)"

@@ -41,7 +41,14 @@ from tenants.context import require_tenant_id, tenant_context
 log = logging.getLogger(__name__)
 
 MAX_LISTS = 4096
+# A reader whose ACL sets held more than this many times the exact-scan cap at the last reassignment takes the
+# clustered scan without counting its readable chunks first (the count reads up to cap + 1 index entries, ~4 ms
+# at 80,000; docs/vector-benchmark.md).  The snapshot lags by at most the retrain growth (2x) on growth, so a
+# factor of 2 keeps a reader that is really below the cap from skipping the count unless its sets lost most
+# of their chunks since (an ACL change); such a reader still gets only readable chunks, by the clustered scan.
+SKIP_COUNT_FACTOR = 2.0
 _cache: dict[int, tuple[int, np.ndarray]] = {}  # tenant -> (generation, centroids), for ingest
+_acl_cache: dict[int, tuple[int, dict[int, int]]] = {}  # tenant -> (generation, chunks per ACL set)
 
 
 def _cfg(name: str) -> Any:
@@ -60,12 +67,31 @@ def needs_training(n_chunks: int, clustering: VectorClustering | None) -> bool:
 
 def ready() -> bool:
     """Whether the current tenant's every embedded chunk carries a cluster of its current centroids."""
+    return current()[0]
+
+
+def current() -> tuple[bool, dict[int, int]]:
+    """(ready, chunks per ACL set at the last reassignment) of the current tenant; one small query, the counts
+    cached per generation."""
     if not _cfg("VECTOR_CLUSTERS"):
-        return False
+        return False, {}
+    tenant_id = require_tenant_id()
     with connection.cursor() as cur:
-        cur.execute("SELECT state FROM retrieval_vectorclustering WHERE tenant_id = %s", [require_tenant_id()])
+        cur.execute("SELECT state, generation FROM retrieval_vectorclustering WHERE tenant_id = %s", [tenant_id])
         row = cur.fetchone()
-    return bool(row and row[0] == VectorClustering.State.READY)
+    if not row or row[0] != VectorClustering.State.READY:
+        return False, {}
+    cached = _acl_cache.get(tenant_id)
+    if cached is None or cached[0] != int(row[1]):
+        raw = VectorClustering.objects.values_list("acl_counts", flat=True).first() or {}
+        cached = (int(row[1]), {int(k): int(v) for k, v in raw.items()})
+        _acl_cache[tenant_id] = cached
+    return True, cached[1]
+
+
+def broad_without_count(counts: dict[int, int], acl_set_ids: tuple[int, ...], cap: int) -> bool:
+    """Whether the reader's ACL sets held more than SKIP_COUNT_FACTOR x cap chunks at the last reassignment."""
+    return bool(counts) and sum(counts.get(int(a), 0) for a in acl_set_ids) > SKIP_COUNT_FACTOR * cap
 
 
 def centroids_for_ingest() -> np.ndarray | None:
@@ -221,9 +247,13 @@ def reassign(tenant_id: int, generation: int, cents: np.ndarray) -> dict[str, An
         clustering = VectorClustering.objects.select_for_update().first()
         if clustering is None or clustering.generation != generation:
             return {"ready": False, "reassigned_rows": rows, "changed_rows": changed}
+        with connection.cursor() as cur:
+            cur.execute("SELECT acl_set_id_denorm, count(*) FROM retrieval_chunk WHERE tenant_id = %s GROUP BY 1",
+                        [tenant_id])  # fmt: skip
+            clustering.acl_counts = {str(a): int(n) for a, n in cur.fetchall()}
         clustering.state = VectorClustering.State.READY
         clustering.ready_at = timezone.now()
-        clustering.save(update_fields=["state", "ready_at"])
+        clustering.save(update_fields=["state", "ready_at", "acl_counts"])
     try:
         from django.core.cache import cache
 

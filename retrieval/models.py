@@ -164,6 +164,9 @@ class VectorClustering(TenantScopedModel):
     trained_at = models.DateTimeField(null=True, blank=True)
     train_seconds = models.FloatField(default=0.0)
     ready_at = models.DateTimeField(null=True, blank=True)
+    # {acl_set_id: chunks} when the reassignment finished: lets the vector leg skip counting a reader's readable
+    # chunks when these already sum far above the exact-scan cap (retrieval/clustering.py::broad_without_count).
+    acl_counts = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant"], name="uniq_vectorclustering_tenant")]

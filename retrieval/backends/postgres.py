@@ -136,10 +136,14 @@ class PostgresIndexBackend:
         vec = "[" + ",".join(f"{x:.7f}" for x in np.asarray(embedding, dtype=np.float32)) + "]"
         fsql, fparams = _filter_sql(filters, "c")
         cap = int(settings.CAIRN["VECTOR_EXACT_SCAN_MAX_ROWS"])
-        readable = self.count_readable(tenant_id, acl_set_ids, filters, cap)
+        clustered, acl_counts = clustering.current()
+        if clustered and not _has_filters(filters) and clustering.broad_without_count(acl_counts, acl_set_ids, cap):
+            readable = cap + 1  # far above the cap by the tenant's per-ACL-set counts: no need to count
+        else:
+            readable = self.count_readable(tenant_id, acl_set_ids, filters, cap)
         base = f"c.tenant_id = %s AND c.acl_set_id_denorm = ANY(%s) AND c.embedding IS NOT NULL {fsql}"
         base_params: list[Any] = [tenant_id, list(acl_set_ids), *fparams]
-        strategy = "exact" if readable <= cap else "clustered" if clustering.ready() else "hnsw-iterative"
+        strategy = "exact" if readable <= cap else "clustered" if clustered else "hnsw-iterative"
         rows: list[Any] = []
         with connection.cursor() as cur:
             if strategy == "clustered":

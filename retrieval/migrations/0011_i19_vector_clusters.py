@@ -56,6 +56,7 @@ class Migration(migrations.Migration):
                 ('trained_at', models.DateTimeField(blank=True, null=True)),
                 ('train_seconds', models.FloatField(default=0.0)),
                 ('ready_at', models.DateTimeField(blank=True, null=True)),
+                ('acl_counts', models.JSONField(blank=True, default=dict)),
                 ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='tenants.tenant')),
             ],
             options={

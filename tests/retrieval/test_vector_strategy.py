@@ -152,7 +152,7 @@ def test_rows_without_a_cluster_are_still_found(cluster_docs, settings) -> None:
     from retrieval import clustering
 
     tid = cluster_docs.tenant_a.pk
-    clustered_settings(settings, nprobe=1)
+    clustered_settings(settings, nprobe=6)  # half the clusters: enough readable rows not to fall back
     clustering.train(tid, force=True)
     with tenant_context(tid):
         target = Chunk.objects.get(document__external_id="v13")  # odd: carol's
@@ -160,7 +160,7 @@ def test_rows_without_a_cluster_are_still_found(cluster_docs, settings) -> None:
         vec = np.asarray(target.embedding, dtype=np.float32)
         perm = permission_context(cluster_docs.carol)
         result = index_backend().vector(tid, perm.readable_acl_set_ids, vec, SearchFilters(), 10)
-    # Its cluster is gone, so only the NULL branch of the clustered scan can return it: first, at cosine 1.
+    # It has no cluster, so only the NULL branch of the clustered scan can return it: first, at cosine 1.
     assert result.strategy == "clustered"
     assert result.hits[0].chunk_id == target.pk and result.hits[0].score > 0.999
 
@@ -232,3 +232,35 @@ def test_ingest_assigns_new_chunks_and_queues_training_when_due(cluster_docs, se
         tasks = [m["headers"]["task"] for m in messages]
         r.delete(queue)
     assert tasks.count("retrieval.tasks.train_vector_clusters") == 1, tasks
+
+
+def test_a_reader_far_above_the_cap_by_the_acl_set_counts_is_not_counted(cluster_docs, settings) -> None:
+    from retrieval import clustering
+
+    tid = cluster_docs.tenant_a.pk
+    clustered_settings(settings, nprobe=12)
+    clustering.train(tid, force=True)
+    with tenant_context(tid):
+        sets = permission_context(cluster_docs.carol).readable_acl_set_ids
+        snapshot = sum(clustering.current()[1].get(a, 0) for a in sets)  # 60 or more (earlier tests add chunks)
+    assert snapshot >= 60
+    settings.CAIRN = {**settings.CAIRN, "VECTOR_EXACT_SCAN_MAX_ROWS": snapshot // 2 - 1}  # snapshot > 2 x cap
+    with CaptureQueriesContext(connection) as sent:
+        uncounted, docs, acls, carol_sets = search(cluster_docs.carol, tid, "budget review", 10)
+    assert uncounted.strategy == "clustered" and acls <= carol_sets
+    assert not [q for q in sent.captured_queries if "SELECT count(*)" in q["sql"]]
+    settings.CAIRN = {**settings.CAIRN, "VECTOR_EXACT_SCAN_MAX_ROWS": (snapshot + 1) // 2}  # counted, still clustered
+    with CaptureQueriesContext(connection) as sent:
+        counted, counted_docs, _, _ = search(cluster_docs.carol, tid, "budget review", 10)
+    assert counted.strategy == "clustered" and counted_docs == docs
+    assert [q for q in sent.captured_queries if "SELECT count(*)" in q["sql"]]
+    # A filter the counts know nothing of: always counted (only 1 chunk of container "ENG2" exists: exact).
+    src = source_for(cluster_docs.tenant_a, name="wiki-3")
+    enqueue(cluster_docs.tenant_a, src, make_doc("eng2", "Budget review notes.", [[MANY]], container="ENG2"))
+    ingest_inline(tid)
+    settings.CAIRN = {**settings.CAIRN, "VECTOR_EXACT_SCAN_MAX_ROWS": snapshot // 2 - 1}
+    with tenant_context(tid):
+        perm = permission_context(cluster_docs.carol)
+        filtered = index_backend().vector(tid, perm.readable_acl_set_ids, embedder().embed_query("budget review"),
+                                          SearchFilters(containers=("ENG2",)), 10)  # fmt: skip
+    assert filtered.strategy == "exact" and len(filtered.hits) == 1
