@@ -62,6 +62,9 @@ Strategies (one SQL statement each, as the product would send it):
   adaptive_ivf_nl<L>_p<P>[_skip]  the product's rule now: count readable rows; <= cap -> exact_cover_half, else
                        the clustered scan (keyacl, with the product's extra branch for rows without a cluster);
                        _skip: no count when the per-ACL-set row counts (a snapshot) sum to > 2 x cap
+  ivfbq_nl<L>_p<P>_r<N>  the clustered scan on a bit copy: hamming top-N of the P probed clusters' readable
+                       rows, index-only over (tenant, vcluster, acl) INCLUDE (id, emb_bits), then exact halfvec
+                       re-scoring of those N (primary-key lookups)
   ivfflat_l<L>_p<P>    pgvector's own IVFFlat on emb_half (one index over all tenants, L lists),
                        ivfflat.probes = P, ivfflat.iterative_scan = relaxed_order
 
@@ -206,6 +209,9 @@ HNSW_VARIANT = re.compile(r"hnsw_(relaxed|strict)_ef(\d+)(?:_mst(\d+))?$")
 IVF_VARIANT = re.compile(r"ivf_(cover|keyacl)_nl(\d+)_p(\d+)$")
 IVFFLAT_VARIANT = re.compile(r"ivfflat_l(\d+)_p(\d+)$")
 ADAPTIVE_IVF_VARIANT = re.compile(r"adaptive_ivf_nl(\d+)_p(\d+)(_skip)?$")
+# Clustered scan on a bit copy: hamming top-N of the probed clusters' readable rows, index-only over
+# (tenant, vcluster, acl) INCLUDE (id, emb_bits), then exact halfvec re-scoring of those N.
+IVFBQ_VARIANT = re.compile(r"ivfbq_nl(\d+)_p(\d+)_r(\d+)$")
 # adaptive_ivf_..._skip: per-(tenant, ACL set) row counts kept beside the centroids (the product's snapshot at
 # training time); a reader whose sets sum to more than SKIP_COUNT_FACTOR x cap takes the clustered scan uncounted.
 SKIP_COUNT_FACTOR = 2.0
@@ -217,6 +223,9 @@ def needs(strategy: str) -> set[str]:
     ivf = IVF_VARIANT.match(strategy)
     if ivf:
         return {f"ivf{ivf.group(2)}_{ivf.group(1)}"}
+    bq = IVFBQ_VARIANT.match(strategy)
+    if bq:
+        return {f"ivf{bq.group(1)}_bits"}
     aivf = ADAPTIVE_IVF_VARIANT.match(strategy)
     if aivf:
         return {"cover_half", "tenant_acl", f"ivf{aivf.group(1)}_keyacl"}
@@ -348,8 +357,14 @@ def ensure_ivf(conn: psycopg.Connection, schema: str, vecs: np.ndarray, tenants:
         if key in info:
             continue
         cols = ("(tenant_id, vcluster) INCLUDE (acl_set_id, id, emb_half)" if variant == "cover"
+                else "(tenant_id, vcluster, acl_set_id) INCLUDE (id, emb_bits)" if variant == "bits"
                 else "(tenant_id, vcluster, acl_set_id) INCLUDE (id, emb_half)")  # fmt: skip
         t0 = time.perf_counter()
+        if variant == "bits":  # a stored bit copy of each row (48 bytes): rewrites the side table once
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS emb_bits bit({DIM}) "
+                         f"GENERATED ALWAYS AS (binary_quantize(emb_half)::bit({DIM})) STORED")  # fmt: skip
+            info["add_bits_column_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
         conn.execute(f"CREATE INDEX ivf{nlist}_{variant} ON {table} {cols}")
         info[key] = time.perf_counter() - t0
         info[f"index_{variant}_bytes"] = one(conn.execute("SELECT pg_relation_size(%s)",
@@ -407,6 +422,9 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
         name = "adaptive"
     ivf = IVF_VARIANT.match(name)
     nprobe, skip = 0, False
+    bq = IVFBQ_VARIANT.match(name)
+    if bq:
+        nlist, nprobe, rescore, name = int(bq.group(1)), int(bq.group(2)), int(bq.group(3)), "ivfbq"
     aivf = ADAPTIVE_IVF_VARIANT.match(name)
     if aivf:
         name, nlist, nprobe, variant = "adaptive", int(aivf.group(1)), int(aivf.group(2)), "keyacl"
@@ -475,6 +493,17 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
             else:
                 cur.execute(f"SELECT id FROM ({probe}) s ORDER BY d, id LIMIT %s",
                             [v, tenant, tenant, v, nprobe, readable, k])  # fmt: skip
+        if name == "ivfbq":
+            cur.execute("SET LOCAL enable_bitmapscan = off")
+            cur.execute("SET LOCAL enable_seqscan = off")
+            t = f"{schema}.ivf{nlist}"
+            cur.execute(
+                f"WITH cand AS MATERIALIZED (SELECT id FROM {t} WHERE tenant_id = %s AND vcluster = ANY(ARRAY("
+                f"SELECT cluster FROM {t}_centroids WHERE tenant_id = %s ORDER BY centroid <=> %s::vector LIMIT %s)) "
+                f"AND acl_set_id = ANY(%s) ORDER BY emb_bits <~> binary_quantize(%s::vector)::bit({DIM}) LIMIT %s) "
+                f"SELECT i.id FROM cand JOIN {t} i USING (id) ORDER BY i.emb_half <=> %s::halfvec, i.id LIMIT %s",
+                [tenant, tenant, v, nprobe, readable, v, rescore, v, k],
+            )
         if flat:
             cur.execute(f"SET LOCAL ivfflat.probes = {int(flat.group(2))}")
             cur.execute("SET LOCAL ivfflat.iterative_scan = relaxed_order")
@@ -537,7 +566,7 @@ def run_strategy(conn: psycopg.Connection, schema: str, name: str, q: np.ndarray
                 f"LIMIT %s) SELECT id FROM nn ORDER BY d, id",
                 [v, readable, v, k],
             )
-        elif name not in ("hnsw_iterative", "ivf", "ivfflat"):
+        elif name not in ("hnsw_iterative", "ivf", "ivfflat", "ivfbq"):
             raise ValueError(name)
         return [int(r[0]) for r in cur.fetchall()], tag
 
@@ -646,7 +675,7 @@ def main() -> int:
         ivf_build["tenant_acl_index_s"] = time.perf_counter() - t0
     ivf_variants: dict[int, set[str]] = {}
     for key in sorted(indexes):
-        m = re.match(r"ivf(\d+)_(cover|keyacl)$", key)
+        m = re.match(r"ivf(\d+)_(cover|keyacl|bits)$", key)
         if m:
             ivf_variants.setdefault(int(m.group(1)), set()).add(m.group(2))
         m = re.match(r"ivfflat(\d+)$", key)
