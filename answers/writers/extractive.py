@@ -227,6 +227,14 @@ def _is_fragment(sentence: str) -> bool:
     return not _SENTENCE_END_RE.search(s)
 
 
+# A clause that counts what it is about to list: a verb, then a number, then the colon.
+_COUNTING_LEAD_IN_RE = re.compile(
+    r"\b(?:is|are|was|were|has|have|includes?|consists?|comprises?)\b[^:]{0,60}?\b(?:\d{1,3}|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve)\b[^:.]{0,80}:\s*$",
+    re.I,
+)
+
+
 def is_heading(sentence: str) -> bool:
     """A short line without a full stop that names what follows ("Paid Parental Leave", "## Unpaid leave")."""
     s = sentence.strip().lstrip("#").strip()
@@ -735,7 +743,12 @@ class ExtractiveWriter:
             heading: frozenset[str] = frozenset()
             for idx, (start, end) in enumerate(split_sentences(ev.text)):
                 raw = ev.text[start:end]
-                if not _LIST_MARKER_RE.match(raw) or raw.startswith("#"):
+                lead_in = bool(_COUNTING_LEAD_IN_RE.search(raw)) and not raw.startswith("#")
+                if lead_in:
+                    # "This division is made up of four teams:" states the count before listing them.
+                    end = start + len(raw.rstrip().rstrip(":"))
+                    raw = ev.text[start:end]
+                elif not _LIST_MARKER_RE.match(raw) or raw.startswith("#"):
                     if _is_fragment(raw):  # never a claim; a short one is the heading of what follows
                         if is_heading(raw):
                             heading = frozenset(content_stems(raw))
@@ -746,7 +759,7 @@ class ExtractiveWriter:
                 if m and not raw.startswith("#"):
                     start += m.end()
                     raw = ev.text[start:end]
-                elif _is_fragment(raw):
+                elif _is_fragment(raw) and not lead_in:
                     rejected["fragment"] = rejected.get("fragment", 0) + 1
                     continue
                 if idx == 0 and ev.char_start > 0 and raw[:1].islower():

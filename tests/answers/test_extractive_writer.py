@@ -418,3 +418,25 @@ def test_a_row_without_the_asked_quarters_cell_ranks_below_the_row_with_it() -> 
     plan = dataclasses.replace(make_plan(question), period_scope=("2022-10-30",))
     claims = ExtractiveWriter().write(plan, [cash_flow, income])
     assert claims[0].text == "Net income: $680 million, three months ended October 30, 2022"
+
+
+def test_a_clause_that_counts_what_it_lists_answers_how_many() -> None:
+    page = make_evidence(
+        "B",
+        "The Business Operations Division leads the day to day operations of the organization.\n\n"
+        "This division is made up of four teams and responsible for the following functions:\n\nAgreements\n\nBudget",
+    )
+    claims = ExtractiveWriter().write(make_plan("How many teams make up the Business Operations Division?"), [page])
+    counted = [c.text for c in claims if "four teams" in c.text]
+    assert counted == ["This division is made up of four teams and responsible for the following functions"]
+    assert counted[0] in page.text  # still a verbatim quote, without the colon
+
+
+def test_a_which_question_prefers_the_sentence_that_names_something() -> None:
+    from answers.lexicon import content_stems
+    from answers.writers.extractive import names_something
+
+    asked = frozenset(content_stems("Which password manager does TTS recommend?"))
+    assert names_something("We recommend using KeePassXC which is open source.", asked)
+    assert not names_something("We strongly recommend using a password manager to manage your keys.", asked)
+    assert not names_something("As you set up your TTS accounts, use a password manager.", asked)  # TTS was asked
