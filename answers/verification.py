@@ -168,6 +168,18 @@ def named_versions(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# A name the question spells with capitals, two words or more, not at its start: "Business Operations
+# Division", "New Supervisor Playbook", "Greater China".
+_NAMED_PHRASE_RE = re.compile(
+    r"(?<=\s)((?:[A-Z][a-z]+|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|the\s+)?(?:[A-Z][a-z]+|[A-Z]{2,}))+)\b"
+)
+
+
+def named_phrases(question: str) -> list[str]:
+    """Multi-word names in the question (after its first word); acronyms alone ("GSA IT") name nothing here."""
+    return [m.group(1) for m in _NAMED_PHRASE_RE.finditer(question) if not all(w.isupper() for w in m.group(1).split())]
+
+
 def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str]], plan: QueryPlan) -> list[str]:
     """Why a claim does not answer *this* question (empty when it does).
 
@@ -196,6 +208,13 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     for product in products:
         if not mentions(said, product):
             reasons.append(f"product_not_mentioned:{product}")
+    if cited:
+        seen = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
+        for phrase in named_phrases(plan.parsed.original):
+            # "the TTS Business Operations Division": a page about the Acquisition Division does not answer.
+            words = set(content_stems(" ".join(w for w in phrase.split() if not w.isupper())))
+            if words and not words <= seen:
+                reasons.append(f"name_not_mentioned:{phrase}")
     kind = answer_type(plan.parsed.original)
     # The attribute check applies where generic sentences win today: questions bound to an
     # entity or period, and how-much / when questions.  Elsewhere a question's content words
