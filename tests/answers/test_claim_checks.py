@@ -114,3 +114,21 @@ def test_views_added_by_the_conflict_stage_never_reuse_a_kept_claims_id() -> Non
     assert report.pairs and report.add_claims
     assert {c.id for c in report.add_claims}.isdisjoint({"c1", "c2", "c3"})
     assert len({c.id for c in report.add_claims}) == len(report.add_claims)
+
+
+def test_a_claim_from_a_page_about_another_named_unit_does_not_answer() -> None:
+    plan = plan_question(
+        "How many teams make up the TTS Business Operations Division?", datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    other = replace(ev("A", "We are a group of 1102 contracting officers that procure IT for your teams."),
+                    title="TTS Acquisition Division")  # fmt: skip
+    own = replace(ev("B", "This division is made up of four teams."), title="Business Operations Division")
+    evidence = {"A": other, "B": own}
+
+    def verdict(eid: str):
+        text = evidence[eid].text
+        return verify_claim(DraftClaim("c1", text, (Citation(eid, text),)), evidence, plan, authorised_ids={"A", "B"})
+
+    wrong = verdict("A")
+    assert not wrong.relevant and "not_relevant:name_not_mentioned:TTS Business Operations Division" in wrong.reasons
+    assert verdict("B").relevant  # the page's title names it; the acronym "TTS" need not appear
