@@ -22,7 +22,7 @@ from pathlib import Path
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import attribute_synonyms, content_stems
 from answers.planning import plan_question
-from answers.writers.extractive import ExtractiveWriter
+from answers.writers.extractive import ExtractiveWriter, scoped_terms
 
 
 def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
@@ -31,18 +31,13 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
 
     groups: list[set[str]] = []
     entity_stems: set[str] = set()
-    bound: set[str] = set()  # stems the scoping stage already checked on metadata
+    # A kept claim cites a filing about the bound company and the resolved period (the relevance check
+    # makes sure), so their words ("Apple", "latest quarter") count as covered.
+    bound = scoped_terms(plan)
     for surface, canonical in plan.parsed.entities:
         group = set(content_stems(surface)) | set(content_stems(canonical))
         entity_stems |= group
         groups.append(group)
-        if canonical in plan.entity_scope:
-            bound |= group
-    if plan.period_scope:
-        # A kept claim cites a filing about the resolved period (the relevance check makes
-        # sure), so the period's words ("latest quarter", "Q2 2023") count as covered.
-        for p in plan.parsed.periods:
-            bound |= set(content_stems(p.label))
     groups += [
         {t} | attribute_synonyms(t)
         for t in dict.fromkeys(content_stems(plan.parsed.text or plan.original))

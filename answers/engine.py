@@ -65,7 +65,7 @@ from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupporte
 from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
 from answers.verification import verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import asked_span
+from answers.writers.extractive import asked_span, scoped_terms
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -858,14 +858,7 @@ def _part_run(run: AnswerRun, question: str) -> AnswerRun:
 def _names_its_part(part: AnswerRun, lead: ClaimOutcome, distinct: set[str]) -> bool:
     """The figure's claim (or its page title) names what tells this part from the other one; words the
     scoping stage bound on the source's metadata (the company, the period) count as named."""
-    bound: set[str] = set()
-    for surface, canonical in part.plan.parsed.entities:
-        if canonical in part.plan.entity_scope:
-            bound |= set(content_stems(surface)) | set(content_stems(canonical))
-    if part.plan.period_scope:
-        for p in part.plan.parsed.periods:
-            bound |= set(content_stems(p.label))
-    need = distinct - bound
+    need = distinct - scoped_terms(part.plan)
     if not need:
         return True
     titles = " ".join(e.title for e in part.records if any(c.evidence_id == e.id for c in lead.draft.citations))

@@ -34,6 +34,7 @@ from answers.writers.extractive import (
     mentions_excluded,
     row_fits_period,
     row_label,
+    scoped_terms,
     split_sentences,
     unasked_qualifier,
 )
@@ -275,13 +276,7 @@ def build_evidence(
     # period) count as covered in every sentence, as in the extractive writer: inside Intel's 10-Q for
     # the quarter, "Intel" and "recent quarter" pick the certification ("... Intel's quarterly report"),
     # not the sentence that states the revenue.
-    bound: set[str] = set()
-    for surface, canonical in plan.parsed.entities:
-        if canonical in plan.entity_scope:
-            bound |= set(content_stems(surface)) | set(content_stems(canonical))
-    if plan.period_scope:
-        for p in plan.parsed.periods:
-            bound |= set(content_stems(p.label))
+    bound = scoped_terms(plan)
     free_set = q_set - bound
     lexical: dict[int, float] = {}
     for sents in sentences.values():

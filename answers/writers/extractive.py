@@ -548,6 +548,20 @@ def _same_line_elsewhere(text: str, lead: str) -> bool:
     return bool(terms) and terms <= set(content_stems(lead_row)) and row != lead_row
 
 
+def scoped_terms(plan: QueryPlan) -> set[str]:
+    """Stems the scoping stage already checked on the source's metadata: the bound company's names and,
+    once a period resolved, the period's words.  A 10-Q's statement row about the resolved quarter never
+    says "Apple" or "latest quarter", so evidence, writer, abstention and comparisons count them as covered."""
+    bound: set[str] = set()
+    for surface, canonical in plan.parsed.entities:
+        if canonical in plan.entity_scope:
+            bound |= set(content_stems(surface)) | set(content_stems(canonical))
+    if plan.period_scope:
+        for p in plan.parsed.periods:
+            bound |= set(content_stems(p.label))
+    return bound
+
+
 def _covered(terms: frozenset[str], chosen: list[frozenset[str]]) -> float:
     if not terms:
         return 1.0
@@ -623,13 +637,7 @@ class ExtractiveWriter:
         # Words the scoping stage already checked on the source's metadata count as covered, as in
         # the weak-evidence rule (answers/abstention.py): a 10-Q's statement row about the resolved
         # quarter never says "Apple" or "latest quarter".
-        bound: set[str] = set()
-        for surface, canonical in parsed.entities:
-            if canonical in plan.entity_scope:
-                bound |= set(content_stems(surface)) | set(content_stems(canonical))
-        if plan.period_scope:
-            for p in parsed.periods:
-                bound |= set(content_stems(p.label))
+        bound = scoped_terms(plan)
         asked = frozenset().union(*alts.values()) | bound | frozenset(content_stems(plan.original))
         if re.search(r"\bother\b", plan.original, re.I):
             asked |= {"other"}
@@ -797,6 +805,7 @@ __all__ = [
     "mentions_excluded",
     "asked_span",
     "row_fits_period",
+    "scoped_terms",
     "row_label",
     "split_sentences",
     "unasked_qualifier",
