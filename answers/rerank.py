@@ -12,6 +12,8 @@ Pluggable by dotted path (``settings.CAIRN["RERANKER"]``, env ``CAIRN_RERANKER``
   matches and the retrieval rank — as a weighted sum of z-scores within the candidate set.
 * ``OnnxCrossEncoderReranker``: a cross-encoder the operator provides as a local directory
   (``model.onnx`` + ``tokenizer.json``; ``CAIRN_RERANKER_MODEL_DIR``).
+* ``TrainedCrossEncoderReranker``: Cairn's own MiniLM-L6 cross-encoder (int8 ONNX in
+  ``models/reranker-minilm-l6-ce``, sha256 pinned; ``manage.py train_reranker``, docs/models.md).
 * ``HttpCrossEncoderReranker``: a rerank endpoint (Cohere / Jina ``/v1/rerank`` or Hugging Face
   TEI ``/rerank`` JSON; ``CAIRN_RERANKER_URL``) through the hardened client in ``core/http.py``.
 
@@ -489,6 +491,45 @@ class OnnxCrossEncoderReranker(_CrossEncoderBase):
             logits = np.asarray(logits, dtype=np.float64).reshape(len(encs), -1)
             out.extend(float(x) for x in logits[:, -1])
         return out
+
+
+class ModelIntegrityError(RuntimeError):
+    """The shipped reranker weights do not match the pinned sha256: refused, never loaded."""
+
+
+# The weights ``manage.py train_reranker`` produced and the repository ships (models/reranker-minilm-l6-ce/,
+# docs/models.md).  A retrained model changes this value (the command prints it) in the same commit.
+TRAINED_RERANKER_SHA256 = "PENDING"
+
+
+def trained_reranker_dir() -> Path:
+    return Path(settings.BASE_DIR) / "models" / "reranker-minilm-l6-ce"
+
+
+class TrainedCrossEncoderReranker(OnnxCrossEncoderReranker):
+    """Cairn's own cross-encoder (MiniLM-L6, int8 ONNX), trained by ``manage.py train_reranker``.
+
+    Ships in the repository (``models/reranker-minilm-l6-ce``); the loader refuses weights whose
+    sha256 is not ``TRAINED_RERANKER_SHA256`` (or ``expected_sha256``).  Pairs are truncated to
+    128 tokens, as in training (``--max-len 128``)."""
+
+    name = "minilm-l6-cross-encoder"
+
+    def __init__(self, model_dir: str | None = None, depth: int | None = None, max_tokens: int = 128,
+                 expected_sha256: str | None = None) -> None:  # fmt: skip
+        super().__init__(model_dir=str(model_dir or trained_reranker_dir()), depth=depth, max_tokens=max_tokens)
+        self.expected_sha256 = expected_sha256 or TRAINED_RERANKER_SHA256
+
+    def _load(self) -> None:
+        model = self.model_dir / "model.onnx"
+        if not model.is_file():
+            raise FileNotFoundError(f"trained reranker missing: {model}")
+        digest = hashlib.sha256(model.read_bytes()).hexdigest()
+        if digest != self.expected_sha256:
+            raise ModelIntegrityError(
+                f"{model} has sha256 {digest[:16]}…, expected {self.expected_sha256[:16]}…: refusing to load it"
+            )
+        super()._load()
 
 
 class HttpCrossEncoderReranker(_CrossEncoderBase):

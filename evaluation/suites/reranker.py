@@ -26,7 +26,9 @@ from answers.rerank import (
     HttpCrossEncoderReranker,
     MiniLMFusionReranker,
     OnnxCrossEncoderReranker,
+    TrainedCrossEncoderReranker,
     _zscores,
+    trained_reranker_dir,
 )
 from evaluation import metrics
 from evaluation.datasets import load_trec_dl19
@@ -44,6 +46,11 @@ ABLATIONS: dict[str, dict[str, float]] = {
     "dense + sentence": {"dense": 1.0, "sentence_max": 0.8},
     "default without retrieval rank": {k: v for k, v in DEFAULT_WEIGHTS.items() if k != "retrieval"},
 }
+
+
+TRAINED = "minilm-l6 cross-encoder (ours, trained)"
+# The trained cross-encoder's score plus the default's fused score (both z-scored per query).
+COMBINED = "cross-encoder (ours) + minilm-fusion"
 
 
 def _cache_path() -> Path:
@@ -94,6 +101,8 @@ def as_chunks(cands: list[tuple[str, str]], base: int) -> list[RankedChunk]:
 def _cross_encoders() -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     cfg = settings.CAIRN
+    if (trained_reranker_dir() / "model.onnx").is_file():
+        out.append((TRAINED, TrainedCrossEncoderReranker(depth=100)))
     if cfg.get("RERANKER_MODEL_DIR"):
         out.append(("onnx cross-encoder", OnnxCrossEncoderReranker(depth=100)))
     if cfg.get("RERANKER_URL"):
@@ -114,6 +123,8 @@ def run(limit: int | None = None, progress: bool = True, depth: int | None = Non
     runs: dict[str, dict[str, list[str]]] = {"BM25 (input order)": {}}
     runs.update({name: {} for name in ABLATIONS})
     runs.update({name: {} for name, _ in cross})
+    if any(n == TRAINED for n, _ in cross):
+        runs[COMBINED] = {}
     secs: dict[str, list[float]] = {name: [] for name in runs}
     for qi, rq in enumerate(tqdm(queries, desc="dl19 queries", disable=not progress)):
         ids = [d for d, _ in rq.candidates]
@@ -139,6 +150,16 @@ def run(limit: int | None = None, progress: bool = True, depth: int | None = Non
             secs[name].append(time.perf_counter() - t0)
             pos = {c.chunk_id: i for i, c in enumerate(chunks)}
             runs[name][rq.qid] = [ids[pos[c.chunk_id]] for c in out.chunks]
+            if name == TRAINED:
+                ce = [0.0] * len(chunks)
+                for c in out.chunks:
+                    ce[pos[c.chunk_id]] = out.signals[c.chunk_id]["cross_encoder"]
+                fused = np.zeros(len(chunks))
+                for f, w in DEFAULT_WEIGHTS.items():
+                    fused += w * _zscores([x.get(f, 0.0) for x in feats])
+                score = _zscores(ce) + _zscores(fused.tolist())
+                order = sorted(range(len(chunks)), key=lambda i: (-score[i], i))
+                runs[COMBINED][rq.qid] = [ids[i] for i in order]
     qrels = {rq.qid: rq.qrels for rq in queries}
     scores: dict[str, dict[str, float]] = {}
     for name, r in runs.items():
@@ -147,7 +168,7 @@ def run(limit: int | None = None, progress: bool = True, depth: int | None = Non
         if secs.get(name):
             scores[name]["seconds_per_query_p50"] = metrics.percentile(secs[name], 50)
     configured = [n for n, _ in cross]
-    not_configured = [n for n in ("onnx cross-encoder", "http cross-encoder") if n not in configured]
+    not_configured = [n for n in (TRAINED, "onnx cross-encoder", "http cross-encoder") if n not in configured]
     rows = [[n, s["ndcg@10"], f"{s.get('seconds_per_query_p50', 0):.2f}"] for n, s in scores.items()]
     rows += [[f"published: {k}", v, "–"] for k, v in PUBLISHED.items()]
     md = (
