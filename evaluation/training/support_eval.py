@@ -2,7 +2,7 @@
 suite's items) and RAMDocs-derived pairs the trainer never saw.
 
 RAMDocs pairs (``ramdocs_dev.jsonl``, 250 questions): claim = "<question> <first gold answer>."; each
-document typed ``correct`` that contains a gold answer -> SUPPORT, ``misinformation`` -> CONTRADICT,
+document typed ``correct`` that contains a gold answer -> SUPPORT, ``misinfo`` -> CONTRADICT,
 ``noise`` -> NEI (document text clipped to 1,200 characters).
 """
 
@@ -59,7 +59,7 @@ def ramdocs_items(limit: int | None = None) -> list[dict[str, Any]]:
             kind = d.get("type")
             if kind == "correct" and any(g.lower() in text.lower() for g in golds):
                 items.append({"claim": claim, "quote": text, "gold": "SUPPORT"})
-            elif kind == "misinformation":
+            elif kind in ("misinfo", "misinformation"):
                 items.append({"claim": claim, "quote": text, "gold": "CONTRADICT"})
             elif kind == "noise":
                 items.append({"claim": claim, "quote": text, "gold": "NEI"})
