@@ -5,7 +5,8 @@ so no index is involved: each query's candidates become ``RankedChunk``s in BM25
 reranker variant re-scores all 100.  The default reranker's features are computed once per query;
 its ablations (single signals, no retrieval rank) re-combine them, so every variant sees exactly
 the same vectors.  Cross-encoder variants run when configured (model dir / endpoint), otherwise
-they are listed as not configured.
+they are listed as not configured; Cairn's own trained cross-encoder (models/reranker-minilm-l6-ce)
+runs whenever its weights are present, alone and z-summed with the default's fused score.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Claim-support pairs (SUPPORT / CONTRADICT / NEI) for a future support classifier (issue 18 section 3).
+"""Claim-support pairs (SUPPORT / CONTRADICT / NEI) for the support classifier (issue 18 section 3).
 
-Groundwork only: ``manage.py train_support --data-only`` builds and summarises these pairs; no
-support model is trained or shipped yet (docs/models.md says why).
+``manage.py train_support`` trains on them (``--data-only`` builds and summarises them without torch);
+the classifier is measured but not used by the verifier (docs/models.md says why).
 
 * ``scifact-claims-train``: SciFact claims **train** (``scifact_claims_train.jsonl``), built exactly as
   the verifier suite builds its dev items: SUPPORT / CONTRADICT claim + rationale sentences, NEI claim +

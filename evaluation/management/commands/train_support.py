@@ -101,9 +101,32 @@ class Command(BaseCommand):
             + table(["set", "items", "macro-F1", "balanced acc.", "accuracy", "always-NEI macro-F1"], rows)
         )
         result = SuiteResult("train_support", recipe, {}, md, started_at=started)
+        result.plots["f1"] = plot(ev)
         result.seconds = time.perf_counter() - t0
         out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
         files = write(result, recipe["command"], out)
         self.stdout.write(md)
         for kind, path in files.items():
             self.stdout.write(f"{kind}: {path}")
+
+
+def plot(ev: dict[str, Any]) -> Any:
+    """Per-label F1 on each held-out set, with the always-NEI macro-F1 as a reference line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = ("SUPPORT", "CONTRADICT", "NEI")
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / max(1, len(ev))
+    for i, (name, r) in enumerate(ev.items()):
+        xs = [x + (i - (len(ev) - 1) / 2) * width for x in range(len(labels))]
+        ax.bar(xs, [r["per_label"][lab]["f1"] for lab in labels], width=width,
+               label=f"{name} (macro-F1 {r['macro_f1']:.2f}, bal. acc. {r['balanced_accuracy']:.2f})")  # fmt: skip
+    ax.set_xticks(list(range(len(labels))), labels)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("F1")
+    ax.legend(fontsize=8)
+    ax.set_title("Trained support classifier, held-out sets")
+    return fig
