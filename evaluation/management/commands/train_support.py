@@ -44,6 +44,13 @@ class Command(BaseCommand):
         from evaluation.training.data import LICENCES, input_hashes, sha256_file
         from evaluation.training.support_data import build
 
+        if not opts["data_only"]:
+            from evaluation.training.reranker import require_training_env
+
+            try:
+                require_training_env()
+            except RuntimeError as exc:
+                raise CommandError(str(exc).replace("train_reranker", "train_support")) from exc
         started = datetime.now(UTC).isoformat(timespec="seconds")
         t0 = time.perf_counter()
         pairs = build(opts["seed"])
@@ -56,12 +63,6 @@ class Command(BaseCommand):
             for p in pairs[: opts["examples"]]:
                 self.stdout.write(f"  [{p.source} {p.label} {p.transform}] {p.claim[:120]!r} | {p.evidence[:100]!r}")
             return
-        from evaluation.training.reranker import require_training_env
-
-        try:
-            require_training_env()
-        except RuntimeError as exc:
-            raise CommandError(str(exc).replace("train_reranker", "train_support")) from exc
         from evaluation.training import support, support_eval
         from evaluation.training.reranker import export
 
