@@ -40,6 +40,7 @@ import numpy as np
 from django.conf import settings
 
 from core.backends import embedder, get_backend
+from core.crypto import sha256_file
 from core.http import build_session
 from retrieval.chunking import split_sentences
 from retrieval.models import Chunk
@@ -463,7 +464,7 @@ class OnnxCrossEncoderReranker(_CrossEncoderBase):
         if not model.is_file() or not tok.is_file():
             raise FileNotFoundError(f"reranker model dir {self.model_dir} needs model.onnx and tokenizer.json")
         # The release identity names the exact weights.
-        self.version = hashlib.sha256(model.read_bytes()).hexdigest()[:16]
+        self.version = sha256_file(model)[:16]
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(settings.CAIRN.get("EMBEDDER_THREADS", 1))
         session = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
@@ -524,7 +525,7 @@ class TrainedCrossEncoderReranker(OnnxCrossEncoderReranker):
         model = self.model_dir / "model.onnx"
         if not model.is_file():
             raise FileNotFoundError(f"trained reranker missing: {model}")
-        digest = hashlib.sha256(model.read_bytes()).hexdigest()
+        digest = sha256_file(model)
         if digest != self.expected_sha256:
             raise ModelIntegrityError(
                 f"{model} has sha256 {digest[:16]}…, expected {self.expected_sha256[:16]}…: refusing to load it"

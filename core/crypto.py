@@ -6,7 +6,9 @@ never logged, never put in errors and never returned by any API.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -57,3 +59,12 @@ def decrypt_text(token: str) -> str:
         raise CredentialsError("a stored secret cannot be decrypted with the configured key") from None
     remember_secrets([value])
     return value
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MB blocks (model weights are tens of MB to a GB)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

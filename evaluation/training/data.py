@@ -18,7 +18,6 @@ Deterministic: fixed seed, sorted inputs; ``input_hashes()`` records the sha256 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.crypto import sha256_file
 from evaluation.datasets import data_root
 
 SEC_FILINGS = ("2023 Q3 AAPL.pdf", "2023 Q3 AMZN.pdf", "2023 Q3 INTC.pdf", "2023 Q3 MSFT.pdf", "2023 Q3 NVDA.pdf")
@@ -45,14 +45,6 @@ class Group:
     query: str
     positive: str
     negatives: list[str]
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def input_files(sources: tuple[str, ...]) -> list[Path]:

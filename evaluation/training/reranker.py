@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,29 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
+def warmup_linear(opt: Any, steps: int) -> Any:
+    """Linear warm-up over the first tenth of the steps, then linear decay to 0 (both trainers)."""
+    import torch
+
+    warmup = max(1, steps // 10)
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (steps - s) / max(1, steps - warmup))
+    )
+
+
+def shuffled_batches(n: int, size: int, rng: random.Random) -> Iterator[list[int]]:
+    """Endless batches of ``size`` indexes into ``n`` items: a fresh seeded shuffle is appended whenever
+    fewer than ``size`` remain, so a batch may span two epochs."""
+    order: list[int] = []
+    while True:
+        if len(order) < size:
+            more = list(range(n))
+            rng.shuffle(more)
+            order += more
+        yield order[:size]
+        del order[:size]
+
+
 def train(groups: list[Group], *, seed: int, max_len: int, batch_groups: int, lr: float, steps: int,
           threads: int, log: Any = print) -> tuple[Any, dict[str, Any]]:  # fmt: skip
     """``steps`` optimiser steps over ``groups`` (cycled in a seeded order); returns (model, stats)."""
@@ -107,21 +131,12 @@ def train(groups: list[Group], *, seed: int, max_len: int, batch_groups: int, lr
     model = build_model()
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warmup = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (steps - s) / max(1, steps - warmup))
-    )
-    rng = random.Random(seed)
-    order: list[int] = []
+    sched = warmup_linear(opt, steps)
+    batches = shuffled_batches(len(groups), batch_groups, random.Random(seed))
     losses: list[float] = []
     t0 = time.perf_counter()
     for step in range(steps):
-        if len(order) < batch_groups:
-            more = list(range(len(groups)))
-            rng.shuffle(more)
-            order += more
-        batch = [groups[i] for i in order[:batch_groups]]
-        del order[:batch_groups]
+        batch = [groups[i] for i in next(batches)]
         width = 1 + len(batch[0].negatives)
         pairs = [(g.query, p) for g in batch for p in [g.positive, *g.negatives]]
         logits = model(**_batch(tok, pairs)).view(len(batch), width)

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.training.reranker import _batch, base_model_dir, seed_everything, tokenizer
+from evaluation.training.reranker import (
+    _batch,
+    base_model_dir,
+    seed_everything,
+    shuffled_batches,
+    tokenizer,
+    warmup_linear,
+)
 from evaluation.training.support_data import Pair
 
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
@@ -46,24 +53,15 @@ def train(pairs: list[Pair], *, seed: int, max_len: int, batch: int, lr: float, 
     model = build_classifier()
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warmup = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (steps - s) / max(1, steps - warmup))
-    )
+    sched = warmup_linear(opt, steps)
     # Class weights: inverse frequency, so CONTRADICT (the rarest) is not ignored.
     counts = np.array([sum(p.label == lab for p in pairs) for lab in LABELS], dtype=np.float64)
     weights = torch.tensor(counts.sum() / (len(LABELS) * np.maximum(counts, 1)), dtype=torch.float32)
-    rng = random.Random(seed)
-    order: list[int] = []
+    batches = shuffled_batches(len(pairs), batch, random.Random(seed))
     losses: list[float] = []
     t0 = time.perf_counter()
     for step in range(steps):
-        if len(order) < batch:
-            more = list(range(len(pairs)))
-            rng.shuffle(more)
-            order += more
-        b = [pairs[i] for i in order[:batch]]
-        del order[:batch]
+        b = [pairs[i] for i in next(batches)]
         logits = model(**_batch(tok, [(p.claim, p.evidence) for p in b]))
         target = torch.tensor([LABELS.index(p.label) for p in b], dtype=torch.long)
         loss = torch.nn.functional.cross_entropy(logits, target, weight=weights)

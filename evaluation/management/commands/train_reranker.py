@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.crypto import sha256_file
 from evaluation.report import SuiteResult, table, write
 
 SOURCES = ("scifact-train", "18f-headings", "sec10q-headings")
@@ -88,7 +89,7 @@ class Command(BaseCommand):
                              log=lambda m: self.stdout.write(m))  # fmt: skip
         out_model = Path(opts["out_model"] or Path(settings.BASE_DIR) / "models" / "reranker-minilm-l6-ce")
         exp = export(model, out_model, opts["max_len"])
-        digest = data.sha256_file(out_model / "model.onnx")
+        digest = sha256_file(out_model / "model.onnx")
         (out_model / "model.onnx.sha256").write_text(f"{digest}  model.onnx\n")
         recipe = {
             "command": "manage.py train_reranker " + " ".join(shlex.quote(a) for a in sys.argv[2:]),

@@ -41,7 +41,8 @@ class Command(BaseCommand):
         parser.add_argument("--eval-limit", type=int, default=None)
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        from evaluation.training.data import LICENCES, input_hashes, sha256_file
+        from core.crypto import sha256_file
+        from evaluation.training.data import LICENCES, input_hashes
         from evaluation.training.support_data import build
 
         if not opts["data_only"]:
@@ -77,9 +78,8 @@ class Command(BaseCommand):
         hashes = input_hashes(("scifact-train", "18f-headings", "sec10q-headings"))
         hashes = {k: v for k, v in hashes.items() if not k.startswith("beir_scifact/qrels")}
         from evaluation.datasets import data_root
-        from evaluation.training.data import sha256_file as _h
 
-        hashes["scifact_claims/scifact_claims_train.jsonl"] = _h(
+        hashes["scifact_claims/scifact_claims_train.jsonl"] = sha256_file(
             data_root() / "scifact_claims" / "scifact_claims_train.jsonl"
         )
         recipe = {
