@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,21 @@ from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import attribute_synonyms, content_stems
 from answers.planning import plan_question
 from answers.writers.extractive import ExtractiveWriter, scoped_terms
+
+_QUESTION_RE = re.compile(
+    r"^\s*(?:how|what|which|who|whom|whose|when|where|why|can|do|does|did|is|are|should)\b|\?\s*$", re.I
+)
+_PLACEHOLDERS = frozenset(content_stems("someone somebody anyone anybody everyone something anything"))
+
+
+def question_form_stems(text: str) -> frozenset[str]:
+    """Words of a question's form, not its content: the word after "how" ("how long", "how often": the
+    answer states a duration, not the word "long") and placeholders ("someone").  A statement (a SciFact
+    claim, which the threshold was tuned on) has none."""
+    if not _QUESTION_RE.search(text):
+        return frozenset()
+    after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
+    return frozenset(content_stems(" ".join(after_how))) | _PLACEHOLDERS
 
 
 def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
@@ -38,10 +54,11 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
         group = set(content_stems(surface)) | set(content_stems(canonical))
         entity_stems |= group
         groups.append(group)
+    form = question_form_stems(plan.original)
     groups += [
         {t} | attribute_synonyms(t)
         for t in dict.fromkeys(content_stems(plan.parsed.text or plan.original))
-        if t not in entity_stems
+        if t not in entity_stems and t not in form
     ]
     if not groups or not quotes:
         return 0.0

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-Kind = Literal["larger", "smaller", "grew"]
+Kind = Literal["larger", "smaller", "grew", "share"]
 
 _BIGGER = r"larger|higher|bigger|greater|more"
 _SMALLER = r"smaller|lower|less"
@@ -45,6 +45,29 @@ _GREW = re.compile(
     r"\s+(?:between|from)\s+(?P<p1>.+?)\s+(?:and|to)\s+(?P<p2>[^?]+?)\s*\??$",
     re.I,
 )
+# "By how much did AWS net sales grow from the September 2022 quarter to the September 2023 quarter?",
+# "How much did NVIDIA's quarterly revenue rise from the quarter ended July 30, 2023 to the quarter ended ...?"
+_GREW_BY = re.compile(
+    r"^(?:by\s+)?how\s+much\s+(?:did|has|have|do|does)\s+(?P<a>.+?)\s+"
+    r"(?P<dir>grow|increase|rise|go\s+up|decline|decrease|fall|drop|shrink)"
+    r"\s+(?:between|from)\s+(?P<p1>.+?)\s+(?:and|to)\s+(?P<p2>[^?]+?)\s*\??$",
+    re.I,
+)
+# "Which company earned more net income: Apple in its quarter ended April 1, 2023, or Microsoft in its
+# quarter ended March 31, 2023?"
+_WHICH_COMPANY = re.compile(
+    rf"^which\s+(?:company|firm|one)\s+(?:earned|had|made|reported|posted|generated|booked)\s+{_DIR}\s+"
+    r"(?P<measure>[^:?]+?)\s*:\s*(?P<a>.+?),?\s+or\s+(?P<b>[^?]+?)\s*\??$",
+    re.I,
+)
+# "What was Microsoft's operating margin (operating income as a percentage of revenue) for the quarter
+# ended September 30, 2023?" and the same without the name: "What was X's A as a percentage of B in ...?"
+_SHARE_OF = re.compile(
+    r"^what\s+(?:was|is|were|are)\s+(?P<who>[^?]+?)(?:'s|’s)\s+(?:[^(?]*?\(\s*)?(?P<a>[^()?]+?)\s+as\s+an?\s+"
+    r"(?:percentage|percent|share|proportion|fraction)\s+of\s+(?P<b>[^()?]+?)\s*\)?"
+    r"(?P<ctx>\s+(?:in|for|during)\s+[^?]+?)?\s*\??$",
+    re.I,
+)
 _POSSESSOR = re.compile(r"^(?P<who>.+?)(?:'s|’s|s')(?P<rest>(?:\s.*)?)$")
 _AMOUNT = re.compile(
     r"(?P<neg>-)?\$\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:\s*(?P<unit>thousand|million|billion))?",
@@ -66,6 +89,8 @@ class FigureComparison:
     surface: str
     # "How much larger was A than B": the answer is about A, whichever is larger.
     subject_first: bool = False
+    # "By how much did it grow": the answer is the change, not a yes or no.
+    how_much: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,10 +129,31 @@ def split_comparison(question: str) -> FigureComparison | None:
         kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         parts2 = (Part(_clean(f"What was {a} {ctx}") + "?", a), Part(_clean(f"What was {b} {ctx}") + "?", b))
         return FigureComparison(kind, parts2, q, subject_first=True)
-    if m := _GREW.match(q):
+    if m := _WHICH_COMPANY.match(q):
+        measure = _clean(m.group("measure"))
+        sides: list[Part] = []
+        for side in (m.group("a"), m.group("b")):
+            w = re.match(r"^(?P<who>.+?)\s+(?P<rest>(?:in|for|during)\s.+)$", _clean(side), re.I)
+            if w is None:
+                return None
+            who = _clean(w.group("who"))
+            rest = re.sub(r"^(in|for|during)\s+(?:its|their)\b", r"\1 the", _clean(w.group("rest")), flags=re.I)
+            sides.append(Part(_clean(f"What was {who}'s {measure} {rest}") + "?", f"{who}'s {measure}"))
+        kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
+        return FigureComparison(kind, (sides[0], sides[1]), q)
+    if m := _SHARE_OF.match(q):
+        who, ctx = _clean(m.group("who")), _clean(m.group("ctx") or "")
+        a, b = _clean(m.group("a")), _clean(m.group("b"))
+        share = (
+            Part(_clean(f"What was {who}'s {a} {ctx}") + "?", a),
+            Part(_clean(f"What was {who}'s {b} {ctx}") + "?", b),
+        )
+        return FigureComparison("share", share, q)
+    if m := _GREW_BY.match(q) or _GREW.match(q):
         a = _clean(m.group("a"))
         p1, p2 = _clean(m.group("p1")), _clean(m.group("p2"))
-        return FigureComparison("grew", (Part(f"What was {a} in {p1}?", p1), Part(f"What was {a} in {p2}?", p2)), q)
+        periods = (Part(f"What was {a} in {p1}?", p1), Part(f"What was {a} in {p2}?", p2))
+        return FigureComparison("grew", periods, q, how_much=m.re is _GREW_BY)
     return None
 
 
@@ -126,9 +172,56 @@ def first_amount(text: str) -> Amount | None:
     return Amount(m.group(0).strip(), -value if m.group("neg") else value)
 
 
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+# One cell of a statement row (retrieval/extract/tables.py): "$20,538 million, three months ended September 30, 2022".
+_CELL = re.compile(
+    r"(?P<amount>-?\$[\d,]+(?:\.\d+)?(?: (?:thousand|million|billion))?), (?P<span>three|six|nine|twelve) months "
+    r"ended (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})"
+)
+
+
+def amount_for_period(text: str, period_ends: tuple[str, ...], label: str = "") -> Amount | None:
+    """The amount of a statement row's column for the resolved quarter (an ISO period end), preferring the
+    three-month column; None when the text has no such cell.  "Net sales (AWS): $16,110 million, three
+    months ended September 30, 2021; $20,538 million, three months ended September 30, 2022" for the
+    quarter that ended 2022-09-30 is $20,538 million, not the first amount it states."""
+    wanted = set()
+    for end in period_ends:
+        try:
+            year, month, day = (int(x) for x in end.split("-"))
+        except ValueError:
+            continue
+        wanted.add(f"{_MONTHS[month - 1]} {day}, {year}")
+    cells = [m for m in _CELL.finditer(text) if m.group("date") in wanted]
+    named = re.search(rf"\b({'|'.join(_MONTHS)})\s+(?:\d{{1,2}},\s+)?((?:19|20)\d{{2}})\b", label)
+    if not cells and named:
+        # No resolved period end: the part's own words ("the September 2022 quarter") name month and year.
+        name, number = named.group(1), named.group(2)
+        cells = [
+            m for m in _CELL.finditer(text) if m.group("date").startswith(name) and m.group("date").endswith(number)
+        ]
+    cells.sort(key=lambda m: m.group("span") != "three")
+    return first_amount(cells[0].group("amount")) if cells else None
+
+
 def _money(millions: Decimal) -> str:
     if abs(millions) >= 1000:
-        return f"${abs(millions) / 1000:,.2f} billion".replace(".00 billion", " billion")
+        # Both forms: the filings' tables print millions, their prose billions.
+        billions = f"${abs(millions) / 1000:,.2f} billion".replace(".00 billion", " billion")
+        return f"${abs(millions):,.0f} million ({billions})"
     return f"${abs(millions):,.0f} million"
 
 
@@ -136,10 +229,17 @@ def conclude(comparison: FigureComparison, a: Amount, b: Amount) -> str:
     """The computed answer, naming both figures as the cited claims state them."""
     pa, pb = comparison.parts
     diff = _money(a.millions - b.millions)
+    if comparison.kind == "share":
+        if b.millions == 0:
+            return f"{_cap(pa.label)} ({a.text}) cannot be a share of {pb.label}: it was {b.text}."
+        pct = (a.millions / b.millions * 100).quantize(Decimal("0.1"))
+        return f"{_cap(pa.label)} ({a.text}) was {pct}% of {pb.label} ({b.text})."
     if comparison.kind == "grew":
         if b.millions == a.millions:
             return f"No. It was unchanged: {a.text} ({pa.label}) and {b.text} ({pb.label})."
         verdict, verb = ("Yes", "increased") if b.millions > a.millions else ("No", "decreased")
+        if comparison.how_much:
+            return f"It {verb} by {diff}, from {a.text} ({pa.label}) to {b.text} ({pb.label})."
         return f"{verdict}. It {verb} from {a.text} ({pa.label}) to {b.text} ({pb.label}), by {diff}."
     if a.millions == b.millions:
         return f"Neither: {pa.label} and {pb.label} were equal ({a.text})."
@@ -156,4 +256,4 @@ def _cap(label: str) -> str:
     return label[:1].upper() + label[1:]
 
 
-__all__ = ["Amount", "FigureComparison", "Part", "conclude", "first_amount", "split_comparison"]
+__all__ = ["Amount", "FigureComparison", "Part", "amount_for_period", "conclude", "first_amount", "split_comparison"]

@@ -45,7 +45,7 @@ from django.core.cache import cache
 
 from answers.abstention import evidence_strength
 from answers.actions import tier_names
-from answers.comparisons import conclude, first_amount, split_comparison
+from answers.comparisons import amount_for_period, conclude, first_amount, split_comparison
 from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
@@ -61,9 +61,10 @@ from answers.freshness import check_freshness, newest_indexed
 from answers.lexicon import content_stems, version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
+from answers.rerank import period_cells, statement_row_cover
 from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupported_links
 from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
-from answers.verification import verifier_release
+from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
 from answers.writers.extractive import asked_span, scoped_terms
 from core.backends import embedder, get_backend
@@ -71,7 +72,7 @@ from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
 from retrieval.models import Document, IndexState
 from retrieval.permissions import PermissionContext
-from retrieval.search import RankedChunk, document_results, hybrid_search
+from retrieval.search import RankedChunk, chunks_with_phrases, document_results, hybrid_search
 from tenants.context import current_tenant_id
 
 MAX_EVIDENCE = 8
@@ -767,6 +768,25 @@ def _cell_queries(plan: QueryPlan) -> list[str]:
     return out
 
 
+STATEMENT_ROW_CHUNKS = 4  # at most this many statement chunks join the focused search's candidates
+
+
+def statement_rows(perm: PermissionContext, plan: QueryPlan, document_ids: Sequence[int]) -> list[RankedChunk]:
+    """Chunks of the bound filings with a statement row naming what a how-much question asks about and a
+    cell of the resolved quarter, best first: "Net income: $6,188 million, three months ended July 30,
+    2023" sits in a chunk of forty rows that a search for "NVIDIA's net income" ranks below the prose."""
+    if answer_type(plan.parsed.original) != "number":
+        return []
+    asked = attribute_terms(plan)
+    cells = period_cells(plan.period_scope)
+    scored = []
+    for c in chunks_with_phrases(perm, document_ids, cells):
+        cover, in_period = statement_row_cover(asked, c.text, cells)
+        if cover and in_period:
+            scored.append((-cover, c.char_start, c))
+    return [c for _cover, _start, c in sorted(scored, key=lambda t: t[:2])[:STATEMENT_ROW_CHUNKS]]
+
+
 def scope_stage(run: AnswerRun) -> None:
     """Entities and periods bind: sources about another entity or period cannot answer.
 
@@ -787,6 +807,14 @@ def scope_stage(run: AnswerRun) -> None:
             queries = [*run.plan.retrieval_queries, *_cell_queries(run.plan)]
             focused = retrieve(run.perm, run.plan, queries, k=30, document_ids=docs, exclude_chunks=False).chunks
             seen = {c.chunk_id for c in focused}
+            rows = [c for c in statement_rows(run.perm, run.plan, docs) if c.chunk_id not in seen]
+            reranker = _reranker()
+            if rows and reranker is not None:
+                # The quarter's statement rows that name what is asked, ranked with the focused results.
+                # First, so that they are inside the reranker's depth.
+                focused = list(reranker.rerank(queries[0], run.plan, rows + focused, top_n=50).chunks)
+                seen |= {c.chunk_id for c in rows}
+                scope_trace["statement_rows"] = [c.chunk_id for c in rows]
             run.chunks = focused + [c for c in run.chunks if c.chunk_id not in seen]
             scope_trace["focused_search"] = {"documents": docs, "chunks": len(focused)}
         if run.chunks:
@@ -881,7 +909,9 @@ def compare_stage(run: AnswerRun) -> None:
         lead = part.released[0] if part.abstention is None and part.released else None
         if lead is not None and not _names_its_part(part, lead, set(content_stems(spec.label)) - others[i - 1]):
             lead = None  # "the airfare budget" answered with the lodging budget's sentence
-        amount = first_amount(lead.text) if lead is not None else None
+        amount = None
+        if lead is not None:
+            amount = amount_for_period(lead.text, part.plan.period_scope, spec.label) or first_amount(lead.text)
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
             "claim": lead.text if lead else None, "amount": amount.text if amount else None,

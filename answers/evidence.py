@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import attribute_synonyms, content_stems
 from answers.sanitise import INJECTION_RE, is_instruction
-from answers.verification import answer_type
+from answers.verification import answer_type, names_someone
 from answers.writers.extractive import (
     ExtractiveWriter,
     is_heading,
@@ -115,16 +115,18 @@ def is_boilerplate(sentence: str) -> bool:
     return bool(BOILERPLATE_RE.search(sentence))
 
 
-def _answer_bonus(kind: str, sentence: str) -> float:
+def _answer_bonus(kind: str, sentence: str, question: str = "") -> float:
     if kind == "number" and _NUMBER_RE.search(sentence) and re.search(r"\d", sentence):
         return ANSWER_TYPE_BONUS
     if kind == "date" and _DATE_RE.search(sentence):
+        return ANSWER_TYPE_BONUS
+    if kind == "person" and names_someone(sentence, question):
         return ANSWER_TYPE_BONUS
     return 0.0
 
 
 def narrow_to_answer_type(plan: QueryPlan, records: Sequence[EvidenceRecord]) -> list[EvidenceRecord]:
-    """One-sentence records holding what a how-much / when question asks for (a number, a date).
+    """One-sentence records holding what a how-much / when / who question asks for (a number, a date, a name).
 
     Used when every claim drafted from the full passages lacked it: the PPL page's first
     sentence names the benefit, its second says "12 weeks"; a writer that leads with the first
@@ -144,7 +146,11 @@ def narrow_to_answer_type(plan: QueryPlan, records: Sequence[EvidenceRecord]) ->
             continue
         for start, end in spans:
             sentence = rec.text[start:end]
-            if not _answer_bonus(kind, sentence) or is_boilerplate(sentence) or is_instruction(sentence):
+            if (
+                not _answer_bonus(kind, sentence, plan.parsed.original)
+                or is_boilerplate(sentence)
+                or is_instruction(sentence)
+            ):
                 continue
             a, b = rec.char_start + start, rec.char_start + end
             new_id = evidence_id(rec.document_id, rec.snapshot_sha256, a, b)
@@ -311,7 +317,7 @@ def build_evidence(
                 score = (1.0 - SIMILARITY_WEIGHT) * score + SIMILARITY_WEIGHT * sims[id(sent)]
             if score > 0:
                 # The answer type only breaks ties between sentences that are about the question.
-                score += _answer_bonus(kind, raw) * score
+                score += _answer_bonus(kind, raw, plan.parsed.original) * score
             if is_boilerplate(raw):
                 score *= BOILERPLATE_FACTOR
             if score > 0 and kind == "number":

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from django.conf import settings
 
+from answers.lexicon import attribute_synonyms, content_stems
+from answers.verification import answer_type, attribute_terms
 from core.backends import embedder, get_backend
 from core.crypto import sha256_file
 from core.http import build_session
@@ -138,6 +140,58 @@ def _norm_version(v: str) -> str:
     return re.sub(r"[^a-z0-9]", "", (v or "").lower())
 
 
+# A statement row rendered at ingestion (retrieval/extract/tables.py): "Gross margin: $6,535 million, three
+# months ended October 1, 2022; ...".  For a how-much question about a company's figure the row names the
+# measure and carries every period's value, where the prose around it often states only the change
+# ("gross margin dollars decreased by $4.2 billion").
+_STATEMENT_ROW_RE = re.compile(r"(?m)^([A-Z][^:\n]{1,160}?): -?\$[\d,]+(?:\.\d+)? (?:million|billion|thousand)\b")
+STATEMENT_ROW_WEIGHT = 1.0
+_MIN_ROW_COVER = 0.5
+
+
+STATEMENT_CELL_WEIGHT = 5.0
+_GENERIC_ROW_WORDS = frozenset(content_stems("total net consolidated"))
+
+
+def statement_row_cover(asked: frozenset[str], text: str, cells: Sequence[str] = ()) -> tuple[float, bool]:
+    """How well the best statement row's label names the question's attribute terms (0 when it names fewer
+    than half; a label's extra words lower it), and whether that row holds a cell of the resolved period
+    (``cells``: "months ended July 30, 2023")."""
+    if not asked:
+        return 0.0, False
+    best, in_period = 0.0, False
+    for m in _STATEMENT_ROW_RE.finditer(text):
+        label = set(content_stems(m.group(1)))
+        named = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & label)
+        if named < min(2, len(asked)) or named / len(asked) < _MIN_ROW_COVER:
+            continue  # "net income" is not answered by a "net revenue" row
+        end = text.find("\n", m.end())
+        row = text[m.start() : end if end != -1 else len(text)]
+        has_cell = any(c in row for c in cells)
+        # Of two rows that name "revenue", "Total net revenue" is the figure asked for, not a segment's
+        # "Other (Client Computing, net revenue)": the label's other words count against it.
+        core = label - _GENERIC_ROW_WORDS
+        precision = len({t for t in core if any(({a} | attribute_synonyms(a)) & {t} for a in asked)}) / max(
+            len(core), 1
+        )
+        quality = named / len(asked) * (0.7 + 0.3 * precision)
+        if (has_cell, quality) > (in_period, best):
+            best, in_period = quality, has_cell
+    return best, in_period
+
+
+def period_cells(period_ends: Sequence[str]) -> list[str]:
+    """ISO period ends as statement cells read: "2023-07-30" -> "months ended July 30, 2023"."""
+    out = []
+    for iso in period_ends:
+        try:
+            end = date.fromisoformat(iso[:10])
+        except ValueError:
+            continue
+        out.append(f"months ended {end:%B} {end.day}, {end.year}")
+    return out
+
+
 def policy_adjustments(plan: QueryPlan | None, chunks: Sequence[RankedChunk]) -> list[dict[str, float]]:
     """Additive score adjustments (in units of the fused text score's z-scale) per chunk.
 
@@ -147,6 +201,9 @@ def policy_adjustments(plan: QueryPlan | None, chunks: Sequence[RankedChunk]) ->
       gets up to +0.5, linearly by date.  Without either, no recency signal at all.
     * version: the plan names a version (``version_scope``): match +1.0, a different labelled
       version -1.0, unlabelled 0.
+    * statement row: a how-much question bound to a company or period, and a chunk with a statement row
+      whose label names at least half of what is asked: up to +1.0, up to +5.0 when that row holds the
+      resolved quarter's cell (``statement_row_cover``).
     """
     n = len(chunks)
     out: list[dict[str, float]] = [{} for _ in range(n)]
@@ -176,6 +233,15 @@ def policy_adjustments(plan: QueryPlan | None, chunks: Sequence[RankedChunk]) ->
                 if d is None or "time_scope_gate" in out[i]:
                     continue
                 out[i]["recency"] = 0.5 * ((d - lo).days / span) if span > 0 else 0.0
+    parsed = plan.parsed
+    if parsed is not None and (parsed.entities or parsed.periods) and answer_type(parsed.original) == "number":
+        asked = attribute_terms(plan)
+        cells = period_cells(plan.period_scope)
+        for i, c in enumerate(chunks):
+            cover, in_period = statement_row_cover(asked, c.text, cells)
+            if cover:
+                # The row names the measure and holds the resolved quarter's cell: it states the answer.
+                out[i]["statement_row"] = (STATEMENT_CELL_WEIGHT if in_period else STATEMENT_ROW_WEIGHT) * cover
     want = _norm_version(getattr(plan, "version_scope", ""))
     if want:
         for i, c in enumerate(chunks):

@@ -48,6 +48,7 @@ __all__ = [
 
 _COMPARE_RE = re.compile(r"\b(?:compare[sd]?|comparison|versus|vs\.?|change[sd]?|differ\w*|grow\w*|grew)\b", re.I)
 _POSSESSIVE_RE = re.compile(r"\b([A-Z][A-Za-z0-9&.\-]{1,40})['\u2019]s\b")
+_CONTRACTED = frozenset("what who where when how why that there here it let he she which".split())
 # An acronym the question turns on ("What does EMPMO stand for?"): three or more capitals.
 _ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z&]{2,9})(?![\w-])")
 
@@ -240,7 +241,8 @@ def unknown_entities(parsed: ParsedQuery, texts: Iterable[str]) -> list[str]:
     rather than sentences that share a word with the question ("lack of standing").
     """
     known = {s.casefold() for s, _c in parsed.entities} | {c.casefold() for _s, c in parsed.entities}
-    names = [m.group(1) for m in _POSSESSIVE_RE.finditer(parsed.text)]
+    # "What's", "Who's", "It's", "Here's": contractions, not a possessive proper name.
+    names = [m.group(1) for m in _POSSESSIVE_RE.finditer(parsed.text) if m.group(1).casefold() not in _CONTRACTED]
     words = parsed.text.split()
     if sum(1 for w in words if w.isupper()) * 2 < len(words):  # a question typed in capitals has no acronyms
         names += [m.group(1) for m in _ACRONYM_RE.finditer(parsed.text) if m.group(1) not in names]

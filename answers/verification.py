@@ -94,8 +94,46 @@ _HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s
 _WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b", re.I)
 
 
+# "Who is the director of TTS Outreach?": the answer is somebody, named (or reachable at an address).
+_WHO_ROLE_RE = re.compile(
+    r"^\s*who\s+(?:is|was|are|were)\s+(?:the|our|my|their)\s+(?:[\w-]+\s+){0,2}"
+    r"(?:director|head|lead|leader|manager|chief|owner|chair|chairperson|administrator|officer|executive|president|"
+    r"deputy|coordinator|principal)s?\b",
+    re.I,
+)
+_NAME_RE = re.compile(r"\b[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)?)+\b")
+_ADDRESS_RE = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b|(?<!\w)@[a-z][\w.-]+")
+
+
+def names_someone(sentence: str, question: str) -> bool:
+    """A person's name the question does not already hold ("Star Vanamali"), or an address to reach one."""
+    if _ADDRESS_RE.search(sentence):
+        return True
+    asked = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    for m in _NAME_RE.finditer(sentence):
+        before = sentence[: m.start()].split()[-1:]
+        if before and (before[0].lower() in _ARTICLES or (len(before[0]) > 1 and before[0].isupper())):
+            continue  # "the TTS Technology Portfolio": an organisation, not a person
+        words = m.group(0).replace(".", " ").split()
+        if any(w.lower() not in asked and w.lower() not in _NOT_A_NAME for w in words if len(w) > 1):
+            return True
+    return False
+
+
+_ARTICLES = frozenset("the a an our your their its this that these those".split())
+_NOT_A_NAME = frozenset(
+    "the a an our your their this that these those if when for to in of on and or with at by from as team teams "
+    "office division group program programs service services general administration federal government agency "
+    "january february march april may june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday please note see contact coordinate work use".split()
+)
+
+
 _HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
-                            r"thirty|forty|fifty|hundred|half|dozen)\b", re.I)  # fmt: skip
+                            r"thirty|forty|fifty|hundred|half|dozen)\b"
+                            # "There is no limit on how many times ..." answers a how-many question.
+                            r"|\b(?:no|without\s+a(?:ny)?)\s+(?:limit|maximum|cap)\b|\bunlimited\b|\bas\s+many\s+times\b",
+                            re.I)  # fmt: skip
 
 
 _HAS_DATE_RE = re.compile(
@@ -110,9 +148,15 @@ _HAS_DATE_RE = re.compile(
 
 
 # Attributes that are amounts: "what was Apple's revenue" asks for a number as surely as "how much".
+_MEASURE = (
+    r"(?:revenues?|sales|income|profits?|earnings|margins?|costs?|prices?|rates?|headcount|expenses?|eps|cash|"
+    r"debt|dividends?|amount|total|percentage)"
+)
 _QUANTITY_RE = re.compile(
-    r"^\s*what\s+(?:was|were|is|are)\b.*\b(?:revenues?|sales|income|profits?|earnings|margins?|costs?|prices?|"
-    r"rates?|headcount|expenses?|eps|cash|debt|dividends?|amount|total|percentage)\b",
+    rf"^\s*what\s+(?:was|were|is|are)\b.*\b{_MEASURE}\b"
+    # "What gross margin in dollars did Intel report ...?"
+    rf"|^\s*what\s+(?:[\w-]+\s+){{0,3}}{_MEASURE}\b(?:\s+in\s+dollars)?\s+(?:did|does|do|has|have|will)\b"
+    r"|\bin\s+dollars\b",
     re.I,
 )
 
@@ -128,9 +172,12 @@ MIN_ATTRIBUTE_COVERAGE = 0.5  # share of the asked attribute's words (or synonym
 
 
 def answer_type(question: str) -> str:
-    """ "number" for how-much/how-many and amount questions, "date" for when-questions, else ""."""
+    """ "number" for how-much/how-many and amount questions, "date" for when-questions, "person" for
+    who-holds-this-role questions, else ""."""
     if _WHEN_RE.search(question):
         return "date"
+    if _WHO_ROLE_RE.search(question):
+        return "person"
     if _HOW_MUCH_RE.search(question) or _QUANTITY_RE.search(question):
         return "number"
     return ""
@@ -239,6 +286,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         reasons.append("no_number_for_how_much")
     if kind == "date" and not _HAS_DATE_RE.search(claim_text):
         reasons.append("no_date_for_when")
+    if kind == "person" and not names_someone(claim_text, plan.parsed.original):
+        reasons.append("no_name_for_who")
     return reasons
 
 

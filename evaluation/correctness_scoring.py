@@ -174,7 +174,11 @@ def score_turn(item: dict[str, Any], turn: dict[str, Any], response: dict[str, A
     text_norm = normalise(" ".join([*texts, conclusion])) if answered else " "
     facts = list(turn.get("facts") or [])
     stated = sum(states(text_norm, f) for f in facts)
-    wrong = [w for w in item.get("wrong") or [] if answered and states(text_norm, w)]
+    # A labelled wrong figure counts when a claim states it as the answer: "up from $3.3 billion a year ago"
+    # in the claim that states the gold figure is a comparison, not a wrong answer.
+    pieces = [normalise(t) for t in [*texts, conclusion] if t] if answered else []
+    wrong = [w for w in item.get("wrong") or []
+             if any(states(p, w) and not any(states(p, f) for f in facts) for p in pieces)]  # fmt: skip
     if item.get("expect") == "abstain":
         correct = not answered
     else:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Q
 
 from core.backends import embedder, index_backend
 from retrieval.backends.base import LegResult, SearchFilters
@@ -124,6 +125,27 @@ def hybrid_search(perm: PermissionContext, queries: list[str], filters: SearchFi
     outcome.chunks, outcome.collapsed = _load_and_collapse(fused[: k * 3], acl, k)
     outcome.timings_ms["total"] = (time.perf_counter() - t0) * 1000
     return outcome
+
+
+def chunks_with_phrases(perm: PermissionContext, document_ids: Sequence[int], phrases: Sequence[str], *,
+                        limit: int = 40) -> list[RankedChunk]:  # fmt: skip
+    """Chunks of these documents that hold one of ``phrases`` verbatim, in document order, the reader's ACL
+    applied as in every leg.  The answer path asks for a resolved quarter's statement cells ("months ended
+    July 30, 2023"): a long statement chunk ranks low in a search for "net income", yet holds its row."""
+    if perm.empty or not document_ids or not phrases:
+        return []
+    acl = perm.readable_acl_set_ids
+    match = Q()
+    for phrase in phrases:
+        match |= Q(text__contains=phrase)
+    ids = list(
+        Chunk.objects.filter(match, document_id__in=list(document_ids), acl_set_id_denorm__in=acl,
+                             document__deleted=False)
+        .order_by("document_id", "char_start")
+        .values_list("pk", flat=True)[:limit]
+    )  # fmt: skip
+    chunks, _ = _load_and_collapse([(cid, 0.0, {"phrase": i + 1}) for i, cid in enumerate(ids)], acl, limit)
+    return chunks
 
 
 def _load_and_collapse(fused: list[tuple[int, float, dict[str, int]]], acl: tuple[int, ...],

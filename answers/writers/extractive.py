@@ -462,6 +462,11 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
         label = set(content_stems(row))
         head, _, group = row.partition(" (")
         head_terms = set(content_stems(head))
+        segment, comma, measure_group = group.rpartition(", ")
+        if comma:
+            # "Desktop (Client Computing, net revenue)": the segment narrows the line as its own words do.
+            head_terms |= set(content_stems(segment))
+            group = measure_group
         group_terms = set(content_stems(group))
         if group and not head_terms & _MEASURE_STEMS and group_terms & _MEASURE_STEMS:
             # The parenthesis is the table group the line sits in: "Technology and content (operating
@@ -469,6 +474,8 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
             # narrow it ("Desktop (net revenue)" is one segment).  Asked by the line's name alone ("What
             # was research and development ..."), the line in its group is what was asked.
             unasked = {t for t in head_terms if t not in asked and t not in _NEUTRAL_QUALIFIERS}
+            if "other" in head.lower().split() and "other" not in asked:
+                return True  # "All other (net revenue)": what is left after the named lines
             if group_terms & _MEASURE_STEMS & asked or (head_terms and not unasked):
                 return bool(unasked)
         if label & _MEASURE_STEMS and not label & _MEASURE_STEMS & asked:

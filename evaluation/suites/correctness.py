@@ -182,6 +182,8 @@ def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -
                     "zero_results": not response.get("results"), "recall@10": recall,
                     "first_claim_ms": None if first_ms is None else round(first_ms, 1), "full_answer_ms": round(full_ms, 1),
                     "claim_texts": [t[:300] for t in cs.claim_texts(response)[:4]],
+                    # The evidence strength the weak-evidence bar was applied to (docs/evaluation.md: its tuning).
+                    "strength": ((response.get("trace") or {}).get("threshold") or {}).get("strength"),
                 })  # fmt: skip
     return rows
 

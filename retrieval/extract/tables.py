@@ -180,6 +180,26 @@ def _header_prefix(text: str) -> tuple[str, str]:
 _PERCENT_TABLE = re.compile(r"\b(?:expressed\s+)?as\s+a\s+percent(?:age)?\s+of\b", re.I)
 
 
+def _lower_first(words: str) -> str:
+    """``"Net revenue"`` -> ``"net revenue"``; a name in title case keeps its capitals ("Client Computing",
+    "Operating Income"), a single word does not ("Revenue" -> "revenue")."""
+    parts = words.split()
+    if words.isupper():
+        # Amazon's "FINANCING ACTIVITIES:" reads as words; a single capitalised word is a name ("AWS").
+        return words.lower() if len(parts) > 1 else words
+    if len(parts) > 1 and all(p[:1].isupper() for p in parts):
+        return words
+    return words[:1].lower() + words[1:]
+
+
+def _unlabelled_values(paragraph: str, columns: int) -> list[str] | None:
+    """``"6,780 7,678 12,547 17,000"`` with four columns -> its values; anything else -> None."""
+    words = [w for w in paragraph.split() if w != "$"]
+    if len(words) != columns or not all(_VALUE.match(w) and re.search(r"\d", w) for w in words):
+        return None
+    return words
+
+
 def table_statements(paragraphs: Sequence[str]) -> list[str]:
     """The page's paragraphs with labelled table rows rewritten as statements (see module doc)."""
     out: list[str] = []
@@ -187,7 +207,9 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
     header: list[str] = []
     unit = ""
     unit_note = ""
-    section = ""
+    section = ""  # what the rows below are qualified with
+    measure = ""  # the "Net revenue:" line a segment title sits under
+    title = ""  # a segment title under a measure ("Client Computing")
     # "... items in our Condensed Consolidated Statements of Income expressed as a percentage of revenue":
     # the table below prints percentages without the sign, so "$26.1" would misstate them.
     percent_table = False
@@ -201,7 +223,7 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             # Intel prints the groups first, then one paragraph holding the unit line, the dates and the
             # first row: "(In Millions, ...; Unaudited) Sep 30, 2023 Oct 1, 2022 ... Net revenue $ 14,158 ...".
             groups_before = header if header and not _MONTH_DAY.search(" ".join(header)) else []
-            columns, header, section = [], [], ""
+            columns, header, section, measure, title = [], [], "", "", ""
             close = para.find(")", unit_match.end() - 1)
             dates, rest = _header_prefix(para[close + 1 :]) if close != -1 else ("", "")
             found = _columns([*groups_before, dates]) if dates and _MONTH_DAY.search(dates) else []
@@ -214,7 +236,12 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             if not found and close != -1:
                 # "... is as follows (in millions): Three Months Ended": the header starts in the sentence.
                 lead = para[close + 1 :].lstrip(" :")
-                if lead and _is_header(lead) and _GROUP.search(lead):
+                if dates and not rest and _MONTH_DAY.search(dates):
+                    # Apple's balance sheet: "(In millions, ...) April 1," and the rest of the header on the
+                    # lines below ("2023", "September 24,", "2022"); without this first date the header
+                    # would read as one date with two years.
+                    header = [*groups_before, dates]
+                elif lead and _is_header(lead) and _GROUP.search(lead):
                     header = [lead]
             out.append(para)
             continue
@@ -227,19 +254,27 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             continue
         header = []
         if len(para) > 150 and para.endswith(".") or para.startswith("See accompanying"):
-            columns, section = [], ""  # prose: the table (and its header) has ended
+            columns, section, measure, title = [], "", "", ""  # prose: the table (and its header) has ended
             percent_table = bool(_PERCENT_TABLE.search(para))
         glued = _split_glued(para, len(columns)) if columns else None
         if glued:
             pending.extend(reversed(glued))  # each row goes through the rules below on its own
             continue
         row = _split_row(para, len(columns)) if columns else None
+        if row is None and columns and title and _unlabelled_values(para, len(columns)):
+            # Intel's segment table: "Client Computing", its rows, then the segment's total printed without
+            # a label ("6,780 7,678 12,547 17,000"); the rows after it belong to the measure again.
+            row = (f"Total {title}", _unlabelled_values(para, len(columns)) or [])
         if row is None or len(row[1]) != len(columns):
             if columns and para.endswith(":") and not re.search(r"\d", para) and len(para) < 80:
-                section = para[:-1].strip()
+                section, measure, title = para[:-1].strip(), para[:-1].strip(), ""
             elif columns and _SECTION_TITLE.match(para):
-                # Microsoft's segment table: "Revenue" on its own line above the segments' rows.
-                section = para.strip()
+                # Microsoft's segment table: "Revenue" on its own line above the segments' rows; Intel's:
+                # "Client Computing" above its product lines, inside "Net revenue:".
+                if measure:
+                    title = para.strip()
+                else:
+                    section = para.strip()
             out.append(para)
             continue
         label, values = row
@@ -267,10 +302,17 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             out.append(para)
             continue
         name = label
-        if section and not label.lower().startswith("total"):
-            name = f"{label} ({section[:1].lower() + section[1:]})"
-        if label.lower().startswith("total"):
-            section = ""
+        is_total = label.lower().startswith("total")
+        if title and not is_total:
+            name = f"{label} ({title}, {_lower_first(measure)})"  # "Desktop (Client Computing, net revenue)"
+        elif title:
+            name = f"{label} ({_lower_first(measure)})"  # "Total Client Computing (net revenue)"
+        elif section and not is_total:
+            name = f"{label} ({_lower_first(section)})"
+        if is_total and title:
+            title = ""  # a segment's total closes the segment; the measure's rows go on
+        elif is_total:
+            section = measure = ""
         out.append(f"{name}: " + "; ".join(parts) + ".")
     return out
 

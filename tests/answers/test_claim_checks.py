@@ -132,3 +132,44 @@ def test_a_claim_from_a_page_about_another_named_unit_does_not_answer() -> None:
     wrong = verdict("A")
     assert not wrong.relevant and "not_relevant:name_not_mentioned:TTS Business Operations Division" in wrong.reasons
     assert verdict("B").relevant  # the page's title names it; the acronym "TTS" need not appear
+
+
+def test_no_limit_answers_a_how_many_question_and_a_sentence_without_a_count_does_not() -> None:
+    plan = plan_question("How many times am I allowed to resubmit my timesheet?", datetime(2026, 1, 1, tzinfo=UTC))
+    no_limit = replace(
+        ev("A", "There is no limit on how many times you can resubmit your timesheet."), title="HR Links"
+    )
+    vague = replace(ev("B", "You can resubmit your timesheet after your supervisor returns it."), title="HR Links")
+    evidence = {"A": no_limit, "B": vague}
+
+    def reasons(eid: str) -> tuple[str, ...]:
+        text = evidence[eid].text
+        return verify_claim(DraftClaim("c1", text, (Citation(eid, text),)), evidence, plan,
+                            authorised_ids={"A", "B"}).reasons  # fmt: skip
+
+    assert "not_relevant:no_number_for_how_much" not in reasons("A")
+    assert "not_relevant:no_number_for_how_much" in reasons("B")
+
+
+def test_a_who_holds_this_role_question_needs_a_claim_that_names_somebody() -> None:
+    plan = plan_question("Who is the director of TTS Outreach?", datetime(2026, 1, 1, tzinfo=UTC))
+    named = replace(ev("A", "Director - Star Vanamali - 18F - Dahianna Salazar Foreman"), title="Outreach")
+    vague = replace(ev("B", "Coordinate with the TTS Technology Portfolio and the TTS Outreach teams."),
+                    title="Digital Council")  # fmt: skip
+    mail = replace(ev("C", "Questions go to outreach@gsa.gov, which the director reads."), title="Outreach")
+    evidence = {"A": named, "B": vague, "C": mail}
+
+    def reasons(eid: str) -> tuple[str, ...]:
+        text = evidence[eid].text
+        return verify_claim(DraftClaim("c1", text, (Citation(eid, text),)), evidence, plan,
+                            authorised_ids=set(evidence)).reasons  # fmt: skip
+
+    assert "not_relevant:no_name_for_who" in reasons("B")
+    assert "not_relevant:no_name_for_who" not in reasons("A")
+    assert "not_relevant:no_name_for_who" not in reasons("C")
+    # "Who approves my travel?" asks for a role, not a name: no such demand.
+    approves = plan_question("Who approves my travel?", datetime(2026, 1, 1, tzinfo=UTC))
+    text = "Your supervisor approves travel."
+    verdict = verify_claim(DraftClaim("c1", text, (Citation("B", text),)), {"B": replace(vague, text=text)},
+                           approves, authorised_ids={"B"})  # fmt: skip
+    assert "not_relevant:no_name_for_who" not in verdict.reasons

@@ -57,7 +57,7 @@ def test_how_much_larger_answers_about_the_first_figure_even_when_it_is_smaller(
     assert a is not None and a.text == "$23,059"  # the date's comma is not part of the amount
     assert conclude(c, a, b) == (
         "Amazon's AWS net sales ($23,059) was smaller than Microsoft's Intelligent Cloud revenue ($24,259 million), "
-        "by $1.20 billion."
+        "by $1,200 million ($1.20 billion)."
     )
 
 
@@ -76,3 +76,76 @@ def test_a_question_that_compares_nothing_is_not_split() -> None:
         assert split_comparison(q) is None, q
     assert first_amount("no figure here") is None
     assert first_amount("a loss of -$1,019 million") is not None and first_amount("-$1,019 million").millions < 0  # type: ignore[union-attr]
+
+
+def test_by_how_much_it_grew_is_answered_with_the_change_in_both_units() -> None:
+    c = split_comparison(
+        "By how much did AWS net sales grow from the September 2022 quarter to the September 2023 quarter?"
+    )
+    assert c is not None and c.kind == "grew" and c.how_much
+    assert [p.question for p in c.parts] == [
+        "What was AWS net sales in the September 2022 quarter?",
+        "What was AWS net sales in the September 2023 quarter?",
+    ]
+    text = conclude(
+        c, first_amount("Net sales (AWS): $20,538 million"), first_amount("Net sales (AWS): $23,059 million")
+    )
+    assert text == (
+        "It increased by $2,521 million ($2.52 billion), from $20,538 million (the September 2022 quarter) to "
+        "$23,059 million (the September 2023 quarter)."
+    )
+    fell = split_comparison("How much did Intel's revenue fall from Q1 2023 to Q2 2023?")
+    assert fell is not None and fell.how_much
+    assert conclude(fell, first_amount("$12.9 billion"), first_amount("$11.7 billion")).startswith(
+        "It decreased by $1,200 million ($1.20 billion), from $12.9 billion (Q1 2023)"
+    )
+
+
+def test_which_company_earned_more_keeps_each_company_with_its_own_period() -> None:
+    c = split_comparison(
+        "Which company earned more net income: Apple in its quarter ended April 1, 2023, or Microsoft in its "
+        "quarter ended March 31, 2023?"
+    )
+    assert c is not None and c.kind == "larger"
+    assert [p.question for p in c.parts] == [
+        "What was Apple's net income in the quarter ended April 1, 2023?",
+        "What was Microsoft's net income in the quarter ended March 31, 2023?",
+    ]
+    text = conclude(c, first_amount("Net income: $24,160 million"), first_amount("Net income: $18,299 million"))
+    assert text.startswith("Apple's net income ($24,160 million) was larger than Microsoft's net income")
+
+
+def test_a_share_of_another_figure_is_computed_from_the_two_cited_figures() -> None:
+    named = split_comparison(
+        "What was Microsoft's operating margin (operating income as a percentage of revenue) for the quarter "
+        "ended September 30, 2023?"
+    )
+    plain = split_comparison(
+        "What was Apple's gross margin as a share of total net sales in the quarter ended July 1, 2023?"
+    )
+    assert named is not None and plain is not None and named.kind == plain.kind == "share"
+    assert [p.question for p in named.parts] == [
+        "What was Microsoft's operating income for the quarter ended September 30, 2023?",
+        "What was Microsoft's revenue for the quarter ended September 30, 2023?",
+    ]
+    assert plain.parts[1].question == "What was Apple's total net sales in the quarter ended July 1, 2023?"
+    text = conclude(
+        named, first_amount("Operating income: $26,895 million"), first_amount("Total revenue: $56,517 million")
+    )
+    assert text == "Operating income ($26,895 million) was 47.6% of revenue ($56,517 million)."
+    assert "cannot be a share" in conclude(named, first_amount("$5 million"), first_amount("$0 million"))
+    # An ordinary question that mentions a percentage is not split.
+    assert split_comparison("What was Apple's gross margin percentage in the quarter ended July 1, 2023?") is None
+
+
+def test_a_statement_row_gives_the_amount_of_the_resolved_quarter_not_its_first_cell() -> None:
+    from answers.comparisons import amount_for_period
+
+    row = ("Net sales (AWS): $16,110 million, three months ended September 30, 2021; $20,538 million, three months "
+           "ended September 30, 2022; $58,718 million, nine months ended September 30, 2022.")  # fmt: skip
+    assert amount_for_period(row, ("2022-09-30",)) == first_amount("$20,538 million")
+    assert amount_for_period(row, ("2023-09-30",)) is None
+    # Without a resolved period, the part's own words name the quarter.
+    assert amount_for_period(row, (), "the September 2022 quarter") == first_amount("$20,538 million")
+    assert amount_for_period(row, (), "the March 2022 quarter") is None
+    assert amount_for_period("Revenue was $7.2 billion.", ("2022-09-30",)) is None

@@ -6,8 +6,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from answers.planning import plan_question
 from answers.query_parser import parse_query
-from answers.scoping import resolve_periods
+from answers.scoping import resolve_periods, unknown_entities
 from retrieval.entities import describe_document, fiscal_quarter_of
 
 AS_OF = datetime(2026, 12, 1, tzinfo=UTC)
@@ -123,3 +124,11 @@ def test_time_words_never_become_an_updated_date_filter_but_operators_do() -> No
                                                ("AMZN", "Amazon"), ("INTC", "Intel"), ("iPhone", "iPhone")])  # fmt: skip
 def test_public_companies_and_products_are_recognised_by_their_aliases(surface, canonical) -> None:
     assert (surface, canonical) in parse_query(f"What did {surface} report?", AS_OF).entities
+
+
+def test_a_contraction_is_not_taken_for_an_unknown_company() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    current = plan_question("What's the current major release of ExampleDB?", now).parsed
+    assert unknown_entities(current, ["ExampleDB 18 is the current major release."]) == []
+    foobarco = plan_question("What was Foobarco's revenue?", now).parsed
+    assert unknown_entities(foobarco, ["Revenue was $5 million."]) == ["Foobarco"]

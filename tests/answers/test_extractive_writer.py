@@ -400,6 +400,15 @@ def test_a_line_named_by_its_table_group_is_not_narrower_than_the_question() -> 
         "Desktop (net revenue): $2,879 million, three months ended July 1, 2023.",
         frozenset(content_stems("Intel's net revenue")),
     )
+    # A segment inside the group ("Client Computing" under "Net revenue:") narrows the line too.
+    segment = "Other (Client Computing, net revenue): $481 million, three months ended April 1, 2023."
+    assert unasked_qualifier(segment, frozenset(content_stems("Intel's quarterly revenue")))
+    rest = "All other (net revenue): $165 million, three months ended April 1, 2023."
+    assert unasked_qualifier(rest, frozenset(content_stems("Intel's quarterly revenue")))
+    assert not unasked_qualifier(
+        "Total Client Computing (net revenue): $6,780 million, three months ended July 1, 2023.",
+        frozenset(content_stems("Intel's Client Computing total revenue")),
+    )
 
 
 def test_a_row_without_the_asked_quarters_cell_ranks_below_the_row_with_it() -> None:

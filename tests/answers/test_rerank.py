@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -170,3 +171,42 @@ def test_it_loads_a_cross_encoder_from_an_operator_directory(tmp_path: Path) -> 
     assert out.chunks[0].chunk_id == 4 and len(rr.version) == 16
     with pytest.raises(FileNotFoundError):
         OnnxCrossEncoderReranker(str(tmp_path / "missing"), depth=5).rerank("x", None, list(CANDIDATES))
+
+
+def test_a_how_much_question_about_a_company_prefers_the_statement_row_that_names_its_measure() -> None:
+    from answers.planning import plan_question
+
+    asked = plan_question("What gross margin in dollars did Intel report for the quarter ended October 1, 2022?",
+                          datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+    prose = chunk(
+        1, "Our overall gross margin dollars in Q3 2022 decreased by $4.2 billion, or 39% compared to Q3 2021."
+    )
+    row = chunk(2, "Revenue: $15,338 million, three months ended October 1, 2022.\n\n"
+                   "Gross margin: $6,535 million, three months ended October 1, 2022; $10,746 million, three months "
+                   "ended September 25, 2021.")  # fmt: skip
+    other = chunk(3, "Net revenue (Client Computing): $8,124 million, three months ended October 1, 2022.")
+    adj = policy_adjustments(asked, [prose, row, other])
+    assert adj[1]["statement_row"] > 0
+    # Once the quarter is resolved (2022-10-01), the row that holds its cell is the answer itself.
+    resolved = policy_adjustments(replace(asked, period_scope=("2022-10-01",)), [row])
+    assert resolved[0]["statement_row"] > 2 * adj[1]["statement_row"]
+    assert "statement_row" not in adj[0] and "statement_row" not in adj[2]
+    # "net income" is not answered by a row that shares only "net" with it, and a question that is not
+    # about a figure of a named company or period gets no row preference at all.
+    income = plan_question("What was NVIDIA's net income in Q2 of fiscal 2024?", datetime(2026, 1, 1, tzinfo=UTC))
+    assert "statement_row" not in policy_adjustments(income, [other])[0]
+    unbound = plan_question("What is a gross margin?", datetime(2026, 1, 1, tzinfo=UTC))
+    assert "statement_row" not in policy_adjustments(unbound, [row])[0]
+
+
+def test_of_two_rows_that_name_the_measure_the_one_without_other_words_is_preferred() -> None:
+    from answers.rerank import statement_row_cover
+
+    asked = frozenset({"revenu"})
+    cells = ["months ended April 1, 2023"]
+    segment = "Other (Client Computing, net revenue): $481 million, three months ended April 1, 2023."
+    total = "Total net revenue: $11,715 million, three months ended April 1, 2023."
+    assert statement_row_cover(asked, total, cells) > statement_row_cover(asked, segment, cells)
+    assert (
+        statement_row_cover(asked, total, cells)[1] and not statement_row_cover(asked, total, ["months ended May 1"])[1]
+    )

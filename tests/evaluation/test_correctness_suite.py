@@ -137,6 +137,14 @@ def test_an_answer_that_also_states_the_labelled_wrong_figure_is_not_correct() -
     assert s.facts_stated == 1 and s.wrong_stated == ["94,836"] and not s.correct
 
 
+def test_a_claim_that_compares_the_gold_figure_with_the_wrong_one_is_not_wrong() -> None:
+    compared = score(APPLE_LATEST, response(("Total net sales were $81,797 million, down from $94,836 million.", 1)))
+    assert compared.wrong_stated == [] and compared.correct
+    # The wrong figure on its own, beside a claim with the gold one, is still a wrong answer.
+    alone = score(APPLE_LATEST, response(("Total net sales 81,797", 1), ("Total net sales 94,836", 3)))
+    assert alone.wrong_stated == ["94,836"] and not alone.correct
+
+
 def test_the_computed_conclusion_shown_with_the_claims_counts_as_stated() -> None:
     item = {"id": "multi_hop-x", "category": "multi_hop", "user": "carol", "expect": "answer", "wrong": [],
             "turns": [{"question": "Will Foo 3.2 still get fixes on 2026-09-01?", "facts": ["no", "2026-06-30"], "passages": []}]}  # fmt: skip

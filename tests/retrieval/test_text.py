@@ -587,11 +587,11 @@ def test_it_labels_the_rows_of_a_statement_whose_header_names_one_date_and_then_
     assert rendered[3].startswith(
         "Intelligent Cloud (revenue): $24,259 million, three months ended September 30, 2023;"
     )
-    assert rendered[5].startswith("Intelligent Cloud (operating Income): $11,751 million,")
+    assert rendered[5].startswith("Intelligent Cloud (Operating Income): $11,751 million,")
     # Percentages printed without their sign stay percentages.
     growth = ["Three Months Ended September 30, 2023 2022", "Year-over-year Percentage Growth:", "AWS 27 12"]
     assert table_statements(growth)[-1] == (
-        "AWS (year-over-year Percentage Growth): 27%, three months ended September 30, 2023; 12%, three months "
+        "AWS (Year-over-year Percentage Growth): 27%, three months ended September 30, 2023; 12%, three months "
         "ended September 30, 2022."
     )
 
@@ -632,9 +632,9 @@ def test_a_header_that_starts_in_a_sentence_labels_the_segment_rows_below_it() -
             "September 30,", "Nine Months Ended", "September 30,", "2022 2023 2022 2023", "Net Sales:",
             "Online stores (1) $ 53,489 $ 57,267 $ 155,473 $ 161,329", "AWS 20,538 23,059 58,718 66,553"]  # fmt: skip
     rendered = table_statements(page)
-    assert rendered[-2].startswith("Online stores (net Sales): $53,489 million, three months ended September 30, 2022;")
+    assert rendered[-2].startswith("Online stores (Net Sales): $53,489 million, three months ended September 30, 2022;")
     assert rendered[-1].startswith(
-        "AWS (net Sales): $20,538 million, three months ended September 30, 2022; "
+        "AWS (Net Sales): $20,538 million, three months ended September 30, 2022; "
         "$23,059 million, three months ended September 30, 2023;"
     )
 
@@ -643,3 +643,36 @@ def test_a_header_that_would_give_two_columns_one_label_labels_nothing() -> None
     # Apple's balance sheet header as extracted names one date twice; one of them would be wrong.
     page = ["(In millions)", "September 24, 2022 September 24, 2022", "Inventories 6,820 4,946"]
     assert table_statements(page)[-1] == "Inventories 6,820 4,946"
+
+
+def test_a_segment_under_a_measure_keeps_both_labels_and_its_unlabelled_total_closes_it() -> None:
+    # Intel's segment table: "Net revenue:", the segment "Client Computing", its product lines, then the
+    # segment's total printed without a label; the segments after it are rows of the measure again.
+    page = ["Three Months Ended Six Months Ended",
+            "(In Millions; Unaudited) Jul 1, 2023 Jul 2, 2022 Jul 1, 2023 Jul 2, 2022",
+            "Net revenue:", "Client Computing", "Desktop $ 2,370 $ 2,289 $ 4,249 $ 4,930",
+            "6,780 7,678 12,547 17,000", "Mobileye 454 460 912 854",
+            "Total net revenue $ 12,949 $ 15,321 $ 24,664 $ 33,674", "Operating income (loss):",
+            "Mobileye 129 190 252 338"]  # fmt: skip
+    rendered = table_statements(page)
+    assert rendered[4].startswith("Desktop (Client Computing, net revenue): $2,370 million, three months ended July 1")
+    assert rendered[5].startswith("Total Client Computing (net revenue): $6,780 million, three months ended July 1")
+    assert rendered[6].startswith("Mobileye (net revenue): $454 million,")
+    assert rendered[7].startswith("Total net revenue: $12,949 million,")
+    assert rendered[9].startswith("Mobileye (operating income (loss)): $129 million,")
+    # A label-less row outside a segment is not guessed at.
+    assert table_statements([*page[:3], "6,780 7,678 12,547 17,000"])[-1] == "6,780 7,678 12,547 17,000"
+
+
+def test_a_balance_sheet_header_that_starts_on_the_unit_line_labels_each_column_with_its_own_date() -> None:
+    # Apple's balance sheet: "(In millions, ...) April 1," then "2023", "September 24,", "2022".
+    page = ["CONDENSED CONSOLIDATED BALANCE SHEETS (Unaudited) (In millions, except number of shares which are "
+            "reflected in thousands and par value) April 1,", "2023", "September 24,", "2022", "ASSETS:",
+            "Current assets:", "Cash and cash equivalents $ 24,687 $ 23,646", "FINANCING ACTIVITIES:",
+            "Term debt 97,041 98,959"]  # fmt: skip
+    rendered = table_statements(page)
+    assert rendered[6] == (
+        "Cash and cash equivalents (current assets): $24,687 million, April 1, 2023; $23,646 million, "
+        "September 24, 2022."
+    )
+    assert rendered[8].startswith("Term debt (financing activities): $97,041 million, April 1, 2023;")

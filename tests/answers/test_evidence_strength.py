@@ -1,0 +1,29 @@
+"""Evidence strength: the share of the question's content a kept quote covers, the weak-evidence bar."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from answers.abstention import evidence_strength, question_form_stems
+from answers.planning import plan_question
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+RULE = ("A GSA employee is eligible to be rated by their official Supervisor if they have been on an established "
+        "Performance Plan for 120 days.")  # fmt: skip
+
+
+def test_the_word_after_how_and_placeholders_are_the_questions_form_not_its_content() -> None:
+    plan = plan_question(
+        "How long does someone have to be on a performance plan before their supervisor can rate them?", NOW
+    )
+    assert {"long", "someon"} <= question_form_stems(plan.original)
+    # rate, supervisor, performance, plan of the five content words left ("before" is one too).
+    assert evidence_strength(plan, [RULE]) >= 0.6
+    assert evidence_strength(plan, ["Supervisors meet every week."]) < 0.45
+
+
+def test_a_statement_has_no_question_form_words() -> None:
+    claim = "Supervisors rate someone after a long probation."
+    assert question_form_stems(claim) == frozenset()
+    plan = plan_question(claim, NOW)
+    assert evidence_strength(plan, ["Supervisors rate employees after a probation."]) < 1.0
