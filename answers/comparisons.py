@@ -4,9 +4,9 @@
 income?" is two questions the single-question pipeline answers well ("What was research and
 development in the quarter ended April 30, 2023 for NVIDIA?" and the same for net income), plus an
 arithmetic step that no retrieved sentence states.  ``split_comparison`` finds the two parts
-deterministically (four phrasings, below); the engine answers each part with its own retrieval,
+deterministically (the phrasings below); the engine answers each part with its own retrieval,
 scoping, evidence and verification (``answers.engine.compare_stage``), and ``conclude`` compares
-the amounts the two verified lead claims state.  The conclusion is computed, like the multi-hop
+(for a share: divides) the amounts the two verified lead claims state.  The conclusion is computed, like the multi-hop
 date comparison (``answers.multihop``): it cites nothing itself, and both figures it uses are
 shown as cited claims.  A part that finds no supported figure makes the whole answer abstain.
 """
@@ -104,7 +104,7 @@ def _clean(s: str) -> str:
 
 
 def split_comparison(question: str) -> FigureComparison | None:
-    """The two figures a comparison question asks about, or None when it is not one of the four forms."""
+    """The two figures a comparison question asks about, or None when it is none of the forms below."""
     q = _clean(question)
     if m := _WHICH.match(q):
         ctx = _clean(m.group("ctx"))

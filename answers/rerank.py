@@ -145,11 +145,9 @@ def _norm_version(v: str) -> str:
 # measure and carries every period's value, where the prose around it often states only the change
 # ("gross margin dollars decreased by $4.2 billion").
 _STATEMENT_ROW_RE = re.compile(r"(?m)^([A-Z][^:\n]{1,160}?): -?\$[\d,]+(?:\.\d+)? (?:million|billion|thousand)\b")
-STATEMENT_ROW_WEIGHT = 1.0
+STATEMENT_ROW_WEIGHT = 1.0  # a row naming what is asked
+STATEMENT_CELL_WEIGHT = 5.0  # ... that also holds the resolved quarter's cell: it states the answer
 _MIN_ROW_COVER = 0.5
-
-
-STATEMENT_CELL_WEIGHT = 5.0
 _GENERIC_ROW_WORDS = frozenset(content_stems("total net consolidated"))
 
 
@@ -160,6 +158,7 @@ def statement_row_cover(asked: frozenset[str], text: str, cells: Sequence[str] =
     if not asked:
         return 0.0, False
     best, in_period = 0.0, False
+    forms = set(asked).union(*(attribute_synonyms(t) for t in asked))
     for m in _STATEMENT_ROW_RE.finditer(text):
         label = set(content_stems(m.group(1)))
         named = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & label)
@@ -171,9 +170,7 @@ def statement_row_cover(asked: frozenset[str], text: str, cells: Sequence[str] =
         # Of two rows that name "revenue", "Total net revenue" is the figure asked for, not a segment's
         # "Other (Client Computing, net revenue)": the label's other words count against it.
         core = label - _GENERIC_ROW_WORDS
-        precision = len({t for t in core if any(({a} | attribute_synonyms(a)) & {t} for a in asked)}) / max(
-            len(core), 1
-        )
+        precision = len(core & forms) / max(len(core), 1)
         quality = named / len(asked) * (0.7 + 0.3 * precision)
         if (has_cell, quality) > (in_period, best):
             best, in_period = quality, has_cell
