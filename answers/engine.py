@@ -389,8 +389,12 @@ def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer:
                      info: dict[str, Any] | None = None) -> Iterator[ClaimOutcome]:  # fmt: skip
     """Draft with the writer and yield each claim as soon as it is verified.
 
-    A generative writer whose first draft has no surviving claim is asked once more
-    (``info["regenerated"]``); the extractive writer is deterministic, so it is not.
+    A draft with no surviving claim gets one more pass only when the second prompt differs
+    from the first: when its claims failed the relevance check, the writer is offered, alone,
+    the sentences that hold what the question asks for (``narrow_to_answer_type``;
+    ``info["regenerated"]`` for a generative writer). Both writers are deterministic (the
+    model writers send temperature 0), so the identical prompt again would return the same
+    draft: measured on the local model, 305 s for the same 315 tokens (docs/models.md).
     """
     info = info if info is not None else {}
     writer = writer if writer is not None else _tenant_writer()[0]
@@ -411,15 +415,13 @@ def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer:
             yield outcome
         if kept_any or not drafts or attempt == 2:
             return
-        if getattr(writer, "generative", False):
-            info["regenerated"] = True
-            continue
-        # A deterministic writer gets one more pass only when its claims failed the relevance
-        # check: offered, alone, the sentences that hold what a how-much / when question asks
-        # for (a number, a date), which a sentence merely sharing the question's words outranked.
+        # Offered, alone, the sentences that hold what a how-much / when question asks for (a
+        # number, a date), which a sentence merely sharing the question's words outranked.
         narrowed = narrow_to_answer_type(plan, evidence) if missing_answer_type else []
         if not narrowed:
             return
+        if getattr(writer, "generative", False):
+            info["regenerated"] = True
         evidence.extend(narrowed)  # the caller's records: sources and citations resolve against them
         by_id.update({e.id: e for e in narrowed})
         offered = narrowed

@@ -26,3 +26,9 @@ def test_an_evaluated_writer_replaces_the_tenants_writer_only_inside_the_run(cas
             assert writer is measured and notes == ["evaluation writer: openai-compatible"]
         writer, notes = writer_for_tenant()
         assert isinstance(writer, ExtractiveWriter) and notes == []
+
+
+def test_the_local_writer_needs_a_running_model_server_and_says_so(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.CAIRN = {**settings.CAIRN, "LLM_SERVER_URL": ""}
+    with pytest.raises(CommandError, match="CAIRN_LLM_SERVER_URL"):
+        call_command("evaluate", suite="answers", writer="llama_cpp", out=str(tmp_path), no_progress=True)

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from answers.writers import evaluated_writer
+from answers.writers import evaluated_writer, llama_local
 from answers.writers.extractive import ExtractiveWriter
 from answers.writers.openai_compat import OpenAICompatibleWriter
 from evaluation.report import write
@@ -41,13 +41,17 @@ class Command(BaseCommand):
                             "correctness: labelled-set split (dev, test, all; default all)")  # fmt: skip
         parser.add_argument("--ids", default=None,
                             help="correctness: only these labelled items (comma-separated ids, e.g. factual-001)")  # fmt: skip
+        parser.add_argument("--full-corpus", action="store_true",
+                            help="correctness: with --ids or --limit, still search the whole demo corpus "
+                            "(default: only the selected items' documents)")  # fmt: skip
         parser.add_argument("--workers", type=int, default=1,
                             help="correctness: ask the questions in N forked processes (the corpus is loaded once)")  # fmt: skip
         parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
         parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
         # Answer-producing suites (answers, conflicts, correctness): which writer is measured.
-        parser.add_argument("--writer", default="default", choices=("default", "extractive", "openai_compatible"),
-                            help="writer to measure (default: each tenant's configured writer)")  # fmt: skip
+        parser.add_argument("--writer", default="default", choices=("default", "extractive", "openai_compatible", "llama_cpp"),
+                            help="writer to measure (default: each tenant's configured writer; llama_cpp: the "
+                            "local model server at CAIRN_LLM_SERVER_URL, docs/models.md)")  # fmt: skip
         parser.add_argument("--writer-url", default=None, help="openai_compatible: endpoint (…/v1)")
         parser.add_argument("--writer-model", default="local", help="openai_compatible: model name")
         parser.add_argument("--writer-key-env", default="", help="openai_compatible: env variable holding the key")
@@ -70,7 +74,7 @@ class Command(BaseCommand):
                                 fresh=opts["fresh"], split=split, judge_url=opts["judge_url"],
                                 judge_model=opts["judge_model"],
                                 ids=[i for i in opts["ids"].split(",") if i] if opts["ids"] else None,
-                                workers=max(1, opts["workers"]))  # fmt: skip
+                                workers=max(1, opts["workers"]), full_corpus=opts["full_corpus"])  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         files = write(result, command, out)
         self.stdout.write(result.markdown)
@@ -86,6 +90,14 @@ def _writer_for_run(opts: dict[str, Any]) -> contextlib.AbstractContextManager[N
         return contextlib.nullcontext()
     if choice == "extractive":
         return evaluated_writer(ExtractiveWriter())
+    if choice == "llama_cpp":
+        # The operator's server (python -m answers.writers.local_model serve), as bin/cairn run hands it over.
+        if not llama_local.available():
+            raise CommandError(
+                "--writer llama_cpp needs a running local model server: set CAIRN_LLM_SERVER_URL and "
+                "CAIRN_LLM_API_KEY (docs/models.md)"
+            )
+        return evaluated_writer(llama_local.LlamaCppWriter())
     if not opts.get("writer_url"):
         raise CommandError(
             "--writer openai_compatible needs --writer-url (an OpenAI-compatible endpoint, …/v1); none is configured"
