@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 import answers.support as v
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, ParsedQuery, QueryPlan
-from answers.judge import OpenAICompatibleJudge
+from answers.judge import LlamaCppJudge, OpenAICompatibleJudge
 from answers.verification import verifier_release, verify_claim
 from core.backends import embedder as configured_embedder
 from evaluation import metrics
@@ -105,7 +105,8 @@ def _variant_md(name: str, s: dict[str, Any]) -> str:
 
 
 def run(limit: int | None = None, progress: bool = True, split: str = "dev", judge_url: str | None = None,
-        judge_model: str = "local", judge_timeout: float = 300.0, **_: Any) -> SuiteResult:  # fmt: skip
+        judge_model: str = "local", judge_timeout: float = 300.0, judge_local: bool = False,
+        **_: Any) -> SuiteResult:  # fmt: skip
 
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}")
@@ -113,8 +114,12 @@ def run(limit: int | None = None, progress: bool = True, split: str = "dev", jud
     t0 = time.perf_counter()
     data = items(limit, split)
     emb = configured_embedder()
-    judge = None
-    if judge_url:
+    judge: OpenAICompatibleJudge | None = None
+    if judge_local:
+        # The operator's local model server, exactly as a tenant's verifier asks it (CAIRN_VERIFIER_LOCAL_JUDGE).
+        judge = LlamaCppJudge(timeout=judge_timeout)
+        judge_url, judge_model = judge.endpoint_url, judge.model
+    elif judge_url:
         judge = OpenAICompatibleJudge(judge_url, judge_model, timeout=judge_timeout)
 
     gold = [it["gold"] for it in data]

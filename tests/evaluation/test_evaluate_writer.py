@@ -32,3 +32,9 @@ def test_the_local_writer_needs_a_running_model_server_and_says_so(tmp_path, set
     settings.CAIRN = {**settings.CAIRN, "LLM_SERVER_URL": ""}
     with pytest.raises(CommandError, match="CAIRN_LLM_SERVER_URL"):
         call_command("evaluate", suite="answers", writer="llama_cpp", out=str(tmp_path), no_progress=True)
+
+
+def test_the_local_judge_needs_a_running_model_server_and_says_so(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.CAIRN = {**settings.CAIRN, "LLM_SERVER_URL": ""}
+    with pytest.raises(CommandError, match="--judge-local"):
+        call_command("evaluate", suite="verifier", judge_local=True, out=str(tmp_path), no_progress=True)

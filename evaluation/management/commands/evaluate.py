@@ -48,6 +48,8 @@ class Command(BaseCommand):
                             help="correctness: ask the questions in N forked processes (the corpus is loaded once)")  # fmt: skip
         parser.add_argument("--judge-url", default=None, help="verifier: OpenAI-compatible endpoint (…/v1) to judge")
         parser.add_argument("--judge-model", default="local", help="verifier: model name sent to the judge endpoint")
+        parser.add_argument("--judge-local", action="store_true",
+                            help="verifier: judge with the local model server at CAIRN_LLM_SERVER_URL (docs/models.md)")  # fmt: skip
         # Answer-producing suites (answers, conflicts, correctness): which writer is measured.
         parser.add_argument("--writer", default="default", choices=("default", "extractive", "openai_compatible", "llama_cpp"),
                             help="writer to measure (default: each tenant's configured writer; llama_cpp: the "
@@ -69,10 +71,15 @@ class Command(BaseCommand):
         out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
         module = importlib.import_module(f"evaluation.suites.{suite}")
 
+        if opts["judge_local"] and not llama_local.available():
+            raise CommandError(
+                "--judge-local needs a running local model server: set CAIRN_LLM_SERVER_URL and "
+                "CAIRN_LLM_API_KEY (docs/models.md)"
+            )
         with _writer_for_run(opts):
             result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
                                 fresh=opts["fresh"], split=split, judge_url=opts["judge_url"],
-                                judge_model=opts["judge_model"],
+                                judge_model=opts["judge_model"], judge_local=opts["judge_local"],
                                 ids=[i for i in opts["ids"].split(",") if i] if opts["ids"] else None,
                                 workers=max(1, opts["workers"]), full_corpus=opts["full_corpus"])  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
