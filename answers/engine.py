@@ -66,7 +66,7 @@ from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupporte
 from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
 from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import asked_span, scoped_terms
+from answers.writers.extractive import ExtractiveWriter, asked_span, scoped_terms
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -395,9 +395,31 @@ def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer:
     ``info["regenerated"]`` for a generative writer). Both writers are deterministic (the
     model writers send temperature 0), so the identical prompt again would return the same
     draft: measured on the local model, 305 s for the same 315 tokens (docs/models.md).
+
+    A generative writer whose claims all failed verification is followed by the extractive
+    writer over the same evidence (``info["fallback"] = "extractive"``): the model judged the
+    passages answerable and only its wording or quoting failed, so the verified sentences
+    themselves are shown rather than an abstention (docs/models.md has the measurement). A
+    model that says "not answerable", or fails, is not overruled.
     """
     info = info if info is not None else {}
     writer = writer if writer is not None else _tenant_writer()[0]
+    generative = bool(getattr(writer, "generative", False))
+    kept_any = False
+    for outcome in _draft_and_verify(plan, evidence, writer, info):
+        kept_any = kept_any or outcome.kept
+        yield outcome
+    if kept_any or not generative or not info.get("drafted") or info.get("error"):
+        return
+    info["fallback"] = "extractive"
+    fallback_info: dict[str, Any] = {}
+    for outcome in _draft_and_verify(plan, evidence, ExtractiveWriter(), fallback_info):
+        yield replace(outcome, attempt=outcome.attempt + 2)
+    info["drafted"] += fallback_info.get("drafted", 0)
+
+
+def _draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], writer: Any,
+                      info: dict[str, Any]) -> Iterator[ClaimOutcome]:  # fmt: skip
     by_id = {e.id: e for e in evidence}
     offered = evidence
     for attempt in (1, 2):
@@ -1065,7 +1087,11 @@ def response_stage(run: AnswerRun) -> dict[str, Any]:
                 "enforced_as_filters": list(plan.enforced_as_filters),
             },  # fmt: skip
             "verification": [to_jsonable(o.verification) | {"attempt": o.attempt} for o in outcomes],
-            "writer": {"error": run.info.get("error"), "regenerated": bool(run.info.get("regenerated"))},
+            "writer": {
+                "error": run.info.get("error"),
+                "regenerated": bool(run.info.get("regenerated")),
+                "fallback": run.info.get("fallback"),
+            },
             "threshold": {"weak_evidence": WEAK_EVIDENCE_THRESHOLD, "strength": round(run.strength, 4)},
             "timings_ms": {**run.timings, "total": run.clock.ms()},
             "cache": run.cache_state,
