@@ -184,6 +184,8 @@ def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -
                     "claim_texts": [t[:300] for t in cs.claim_texts(response)[:4]],
                     # The evidence strength the weak-evidence bar was applied to (docs/evaluation.md: its tuning).
                     "strength": ((response.get("trace") or {}).get("threshold") or {}).get("strength"),
+                    # A generative writer's verified-claim-less draft followed by the extractive writer (engine).
+                    "writer_fallback": ((response.get("trace") or {}).get("writer") or {}).get("fallback"),
                 })  # fmt: skip
     return rows
 
