@@ -170,11 +170,14 @@ def test_the_openai_compatible_writer_is_verified_and_cannot_smuggle_links(cast,
     ev_id = json.loads(sent["messages"][1]["content"].split("<<<DATA\n")[1].split("\nDATA>>>")[0])["passages"][0][
         "evidence_id"
     ]
-    # Uncited claims are dropped and the engine abstains. The writer is not asked again: the prompt would be
-    # the same and the model answers at temperature 0, so the same draft would come back.
-    assert body["answer"]["abstention"]["reason"] == "all_claims_unsupported"
-    assert body["trace"]["writer"]["regenerated"] is False and body["answer"]["dropped_claims"] == 1
-    assert len(server.requests) == 1
+    # The uncited claim is dropped. The model is not asked again (the prompt would be the same, and at
+    # temperature 0 so would the draft); the extractive writer answers from the same passage instead, without
+    # the planted instruction or its link.
+    assert len(server.requests) == 1 and body["trace"]["writer"]["regenerated"] is False
+    assert body["trace"]["writer"]["fallback"] == "extractive" and body["answer"]["dropped_claims"] == 1
+    texts = [c["text"] for c in body["answer"]["claims"]]
+    assert texts and all("evil.example" not in t and "Ignore" not in t for t in texts), texts
+    assert any("30 days" in t for t in texts), texts
 
     reply(
         json.dumps(
@@ -201,7 +204,9 @@ def test_the_openai_compatible_writer_is_verified_and_cannot_smuggle_links(cast,
     reply("{this is not json")
     body = ask(cast.tokens["bob"], "When exactly are expense reports due?")
     assert body["answer"]["claims"] == [] and body["answer"]["abstention"]["reason"] == "all_claims_unsupported"
-    assert body["trace"]["writer"]["error"] == "malformed_json" and body["results"]
+    # A writer that failed is not overruled: no fallback, the result list is shown.
+    assert body["trace"]["writer"]["error"] == "malformed_json" and body["trace"]["writer"]["fallback"] is None
+    assert body["results"]
 
 
 # --------------------------------------------------------------------------- aliases, latest, freshness
