@@ -71,11 +71,8 @@ class Command(BaseCommand):
         out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
         module = importlib.import_module(f"evaluation.suites.{suite}")
 
-        if opts["judge_local"] and not llama_local.available():
-            raise CommandError(
-                "--judge-local needs a running local model server: set CAIRN_LLM_SERVER_URL and "
-                "CAIRN_LLM_API_KEY (docs/models.md)"
-            )
+        if opts["judge_local"]:
+            _require_local_server("--judge-local")
         with _writer_for_run(opts):
             result = module.run(limit=opts["limit"], progress=not opts["no_progress"], depth=opts["depth"],
                                 fresh=opts["fresh"], split=split, judge_url=opts["judge_url"],
@@ -99,11 +96,7 @@ def _writer_for_run(opts: dict[str, Any]) -> contextlib.AbstractContextManager[N
         return evaluated_writer(ExtractiveWriter())
     if choice == "llama_cpp":
         # The operator's server (python -m answers.writers.local_model serve), as bin/cairn run hands it over.
-        if not llama_local.available():
-            raise CommandError(
-                "--writer llama_cpp needs a running local model server: set CAIRN_LLM_SERVER_URL and "
-                "CAIRN_LLM_API_KEY (docs/models.md)"
-            )
+        _require_local_server("--writer llama_cpp")
         return evaluated_writer(llama_local.LlamaCppWriter())
     if not opts.get("writer_url"):
         raise CommandError(
@@ -117,3 +110,11 @@ def _writer_for_run(opts: dict[str, Any]) -> contextlib.AbstractContextManager[N
     except ValueError as exc:
         raise CommandError(f"--writer-url: {exc}") from exc
     return evaluated_writer(writer)
+
+
+def _require_local_server(flag: str) -> None:
+    if not llama_local.available():
+        raise CommandError(
+            f"{flag} needs a running local model server: set CAIRN_LLM_SERVER_URL and CAIRN_LLM_API_KEY "
+            "(docs/models.md)"
+        )
