@@ -30,6 +30,8 @@ from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type, names_someone
 from answers.writers.extractive import (
     ExtractiveWriter,
+    ListBlock,
+    group_list_blocks,
     is_heading,
     mentions_excluded,
     row_fits_period,
@@ -244,14 +246,26 @@ def build_evidence(
         out: list[_Sentence] = []
         for c in by_doc[doc_id][:per_doc]:
             sub_heading: frozenset[str] = frozenset()
-            for s, e in split_sentences(c.text):
-                raw = c.text[s:e]
-                if is_heading(raw):
-                    sub_heading = frozenset(content_stems(raw))
-                # A sentence naming an excluded term ("subscribers, not publishers") never enters a passage;
-                # the rest of its chunk can still answer (the answer path does not drop whole chunks).
-                out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), is_instruction(raw),
-                                     mentions_excluded(raw, plan.parsed.exclude), heading=sub_heading))  # fmt: skip
+            for unit in group_list_blocks(c.text, split_sentences(c.text)):
+                if isinstance(unit, ListBlock):
+                    # A list stays with its introduction: the items alone share no word with the question.
+                    # It is excluded only when every item is (the question excludes some of what it lists).
+                    (s, e), parts = unit.span, [c.text[a:b] for a, b in (unit.intro, *unit.items)]
+                    raw = c.text[s:e]
+                    excluded = mentions_excluded(parts[0], plan.parsed.exclude) or all(
+                        mentions_excluded(p, plan.parsed.exclude) for p in parts[1:]
+                    )
+                    instruction = any(is_instruction(p) for p in parts)
+                else:
+                    s, e = unit
+                    raw = c.text[s:e]
+                    if is_heading(raw):
+                        sub_heading = frozenset(content_stems(raw))
+                    # A sentence naming an excluded term ("subscribers, not publishers") never enters a passage;
+                    # the rest of its chunk can still answer (the answer path does not drop whole chunks).
+                    excluded, instruction = mentions_excluded(raw, plan.parsed.exclude), is_instruction(raw)
+                out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), instruction, excluded,
+                                     heading=sub_heading))  # fmt: skip
         sentences[doc_id] = out
 
     q_terms = query_terms(plan, extra_query)

@@ -16,7 +16,7 @@ Decisions worth knowing before using the output:
   as ``"not publishers"`` is never mistaken for a negation later on.  An unpaired
   quote is not an error, but it is dropped from ``text`` so nothing can pair it
   later.  The raw ``original`` string remains the faithful retrieval leg.
-* Natural-language exclusions ("not X", "but not X", "excluding X", "except X",
+* Natural-language exclusions ("not X", "but not X", "excluding X", "except X", "besides X",
   "without X", "X rather than Y") take at most three words after the cue.  A bare
   "not" only counts at a clause start ("subscribers, not publishers"), because
   "replication is not working" is ordinary negation.  "without X" is always an
@@ -164,6 +164,7 @@ _PLAIN_CUES: tuple[tuple[str, ...], ...] = (
     ("except", "for"),
     ("other", "than"),
     ("excluding",),
+    ("besides",),
     ("except",),
     ("without",),
 )
@@ -473,14 +474,13 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
         # Coordinated exclusions ("not interns or contractors", "excluding travel and meals"):
         # every conjunct is excluded; leaving "or contractors" in the positive text would turn
         # half of the user's exclusion into a search term.
-        while (
-            j + 1 < len(items)
-            and items[j].kind == "word"
-            and items[j].text.casefold() in ("or", "and", "nor")
-            and items[j + 1].kind == "word"
-            and items[j + 1].text.casefold() not in _TERMINATORS | _LEADING_FILLERS | _CUE_WORDS
-        ):
+        while j + 1 < len(items) and items[j].kind == "word" and items[j].text.casefold() in ("or", "and", "nor"):
             k = j + 1
+            # "besides paid parental leave and the VLTP": an article opens the next conjunct.
+            if k + 1 < len(items) and items[k].kind == "word" and items[k].text.casefold() in ("the", "a", "an"):
+                k += 1
+            if items[k].kind != "word" or items[k].text.casefold() in _TERMINATORS | _LEADING_FILLERS | _CUE_WORDS:
+                break
             more: list[_Item] = []
             while (
                 k < len(items)

@@ -199,6 +199,87 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# A list introduced by a sentence ending in a colon ("Forms that have Docusign templates include:")
+# arrives from the renderer as one short line per item, none of which reads as a claim on its own.
+LIST_MAX_ITEMS = 12
+_LIST_ITEM_MAX_WORDS = 15
+_LIST_BLOCK_MAX_WORDS = 90
+
+
+@dataclass(frozen=True)
+class ListBlock:
+    """A list introduction and its items: offsets into the text it was found in."""
+
+    intro: tuple[int, int]
+    items: tuple[tuple[int, int], ...]
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.intro[0], self.items[-1][1]
+
+
+def _list_item_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The item's span without its marker when the line reads as a list item, else None."""
+    m = _LIST_MARKER_RE.match(text[start:end])
+    if m and not text[start:end].startswith("#"):
+        start += m.end()
+    item = text[start:end].strip()
+    if not item or item.startswith(("#", "|")) or ":" in item or item.endswith("?") or _MARKUP_RE.search(item):
+        return None  # a label line ("Contact us: ...") or a nested list's introduction ends the list
+    if len(re.findall(r"(?<![\w.])[$(]?\d[\d,.]*", item)) >= 2:
+        return None  # "Americas $ 37,784 $ 40,882 (8)%": the lines of a table, not items
+    words = item.split()
+    if len(words) > _LIST_ITEM_MAX_WORDS or item.endswith(",") or words[-1].lower() in ("or", "and"):
+        return None  # "Extended jury leave, or": a sentence broken over lines, not a list
+    return start, end
+
+
+def group_list_blocks(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int] | ListBlock]:
+    """``spans`` (from ``split_sentences``) with each list introduction merged with the items after it.
+
+    An item is a short line of its own after the introduction (no question, no colon of its own: a
+    nested list is left alone); the list ends at the first line that is not one, and a line that
+    continues a sentence ("Extended jury leave, or") means the lines were never a list.
+    """
+    out: list[tuple[int, int] | ListBlock] = []
+    i = 0
+    while i < len(spans):
+        s, e = spans[i]
+        intro = text[s:e]
+        items: list[tuple[int, int]] = []
+        j = i + 1
+        if intro.endswith(":") and not intro.startswith(("#", "|")) and not _MARKUP_RE.search(intro):
+            prev_end = e
+            while j < len(spans) and len(items) < LIST_MAX_ITEMS and "\n" in text[prev_end : spans[j][0]]:
+                item = _list_item_span(text, *spans[j])
+                if item is None:
+                    tail = text[spans[j][0] : spans[j][1]].rstrip()
+                    if tail.endswith(",") or tail.split()[-1].lower() in ("or", "and"):
+                        items = []
+                    break
+                items.append(item)
+                prev_end = spans[j][1]
+                j += 1
+        words = len(text[s : items[-1][1]].split()) if items else 0
+        if items and words <= _LIST_BLOCK_MAX_WORDS:
+            out.append(ListBlock((s, e), tuple(items)))
+            i = j
+        else:
+            out.append((s, e))
+            i += 1
+    return out
+
+
+def render_list(text: str, block: ListBlock, keep: Callable[[str], bool] = lambda _item: True) -> str | None:
+    """ "Intro: item; item; item." from the block's own words, items failing ``keep`` left out (None if none is left)."""
+    items = [normalise_ws(text[a:b]).rstrip(".;,") for a, b in block.items]
+    kept = [item for item in items if item and keep(item)]
+    if not kept:
+        return None
+    intro = normalise_ws(text[block.intro[0] : block.intro[1]])
+    return f"{intro} {'; '.join(kept)}."
+
+
 # --------------------------------------------------------------------------- the writer
 
 
@@ -214,6 +295,7 @@ class _Candidate:
     title: str = ""
     score: float = 0.0
     lexical: float = 0.0
+    quote: str = ""  # the verbatim span cited, when it is not the claim text itself (a rendered list)
 
 
 def _is_fragment(sentence: str) -> bool:
@@ -738,8 +820,8 @@ class ExtractiveWriter:
             info["scores"] = {f"c{i}": round(c.lexical, 4) for i, c in enumerate(chosen, start=1)}
         claims = []
         for i, c in enumerate(chosen, start=1):
-            text, quote = c.text, c.text
-            focused = focus_table_row(c.text, plan.period_scope, plan.original)
+            text, quote = c.text, c.quote or c.text
+            focused = None if c.quote else focus_table_row(c.text, plan.period_scope, plan.original)
             if focused is not None:
                 # The first cell is a prefix of the row and quotes itself; a later one cites the whole row.
                 text = focused[0]
@@ -756,7 +838,15 @@ class ExtractiveWriter:
         for rank, ev in enumerate(evidence):
             title_terms = frozenset(content_stems(ev.title or ""))
             heading: frozenset[str] = frozenset()
-            for idx, (start, end) in enumerate(split_sentences(ev.text)):
+            spans = split_sentences(ev.text)
+            lists = {u.intro[0]: u for u in group_list_blocks(ev.text, spans) if isinstance(u, ListBlock)}
+            for idx, (start, end) in enumerate(spans):
+                if start in lists:
+                    # The list as one claim; its items are still read on their own below, where one
+                    # that reads as a statement ("audit logs are retained for ninety days") can answer.
+                    listed = self._list_candidate(ev, lists[start], excludes, rank, title_terms | heading)
+                    if listed is not None:
+                        out.append(listed)
                 raw = ev.text[start:end]
                 lead_in = bool(_COUNTING_LEAD_IN_RE.search(raw)) and not raw.startswith("#")
                 if lead_in:
@@ -805,9 +895,41 @@ class ExtractiveWriter:
                 )
         return out
 
+    def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, excludes: list[list[str]], rank: int,
+                        context: frozenset[str]) -> _Candidate | None:  # fmt: skip
+        """One claim for a list and its introduction, quoting the whole list; excluded items are left out."""
+        intro = ev.text[block.intro[0] : block.intro[1]]
+        if is_instruction(intro) or any(_contains_seq([stem(t) for t in tokens(intro)], x) for x in excludes):
+            return None
+
+        def keep(item: str) -> bool:
+            stems = [stem(t) for t in tokens(item)]
+            return not is_instruction(item) and not any(_contains_seq(stems, x) for x in excludes)
+
+        text = render_list(ev.text, block, keep)
+        if text is None or len(tokens(text)) < self.min_words:
+            return None
+        start, end = block.span
+        return _Candidate(
+            rank=rank,
+            evidence_id=ev.id,
+            start=start,
+            text=text,
+            # What the list is about is in its introduction: "Intended especially to capture: Paid Parental
+            # Leave; ..." does not answer "how much paid parental leave" because an item names it.
+            terms=frozenset(content_stems(intro)),
+            shape=frozenset(t.lower() for t in tokens(text)),
+            context=context,
+            title=ev.title or "",
+            quote=ev.text[start:end],
+        )
+
 
 __all__ = [
     "ExtractiveWriter",
+    "ListBlock",
+    "group_list_blocks",
+    "render_list",
     "is_heading",
     "mentions_excluded",
     "asked_span",

@@ -11,7 +11,7 @@ import pytest
 from answers.contracts import EvidenceRecord, ParsedQuery, QueryPlan
 from answers.support import quote_in_passage
 from answers.verification import verify_claim
-from answers.writers.extractive import ExtractiveWriter, split_sentences, writer_release
+from answers.writers.extractive import ExtractiveWriter, ListBlock, group_list_blocks, split_sentences, writer_release
 
 RELEASE_NOTES = (
     "Release N notes\n"
@@ -436,9 +436,12 @@ def test_a_clause_that_counts_what_it_lists_answers_how_many() -> None:
         "This division is made up of four teams and responsible for the following functions:\n\nAgreements\n\nBudget",
     )
     claims = ExtractiveWriter().write(make_plan("How many teams make up the Business Operations Division?"), [page])
-    counted = [c.text for c in claims if "four teams" in c.text]
-    assert counted == ["This division is made up of four teams and responsible for the following functions"]
-    assert counted[0] in page.text  # still a verbatim quote, without the colon
+    counted = [c for c in claims if "four teams" in c.text]
+    # Once, with what it lists, quoting the clause and its items verbatim.
+    assert [c.text for c in counted] == [
+        "This division is made up of four teams and responsible for the following functions: Agreements; Budget."
+    ]
+    assert counted[0].citations[0].quote in page.text
 
 
 def test_a_which_question_prefers_the_sentence_that_names_something() -> None:
@@ -449,3 +452,61 @@ def test_a_which_question_prefers_the_sentence_that_names_something() -> None:
     assert names_something("We recommend using KeePassXC which is open source.", asked)
     assert not names_something("We strongly recommend using a password manager to manage your keys.", asked)
     assert not names_something("As you set up your TTS accounts, use a password manager.", asked)  # TTS was asked
+
+
+LEAVE_TYPES = (
+    "If you can't work for weather or safety reasons, you can request Administrative Leave.\n\n"
+    "If you are running out of leave hours, you can request:\n\n"
+    "Advanced Annual Leave\n\n"
+    "Advanced Sick Leave\n\n"
+    "Donated hours from the Voluntary Leave Transfer Program\n\n"
+    "Contact us: leave@example.gov"
+)
+
+
+def test_a_list_and_its_introduction_become_one_claim_that_quotes_the_whole_list() -> None:
+    evidence = [make_evidence("L", LEAVE_TYPES)]
+    plan = make_plan("What can I request if I run out of leave hours?")
+
+    claims = ExtractiveWriter().write(plan, evidence)
+
+    assert claims[0].text == (
+        "If you are running out of leave hours, you can request: Advanced Annual Leave; Advanced Sick Leave; "
+        "Donated hours from the Voluntary Leave Transfer Program."
+    )
+    quote = claims[0].citations[0].quote
+    assert quote.startswith("If you are running out") and quote.endswith("Voluntary Leave Transfer Program")
+    assert "Contact us" not in quote  # a label line ends the list
+    result = verify_claim(claims[0], {"L": evidence[0]}, plan, authorised_ids={"L"})
+    assert result.kept and result.quote_ok
+
+
+def test_items_the_question_excludes_are_left_out_of_a_listed_answer() -> None:
+    evidence = [make_evidence("L", LEAVE_TYPES)]
+    plan = make_plan(
+        "If I run out of leave, what can I request other than advanced annual or advanced sick leave?",
+        text="If I run out of leave, what can I request?",
+        exclude=("advanced annual", "advanced sick leave"),
+    )
+
+    claims = ExtractiveWriter().write(plan, evidence)
+
+    assert claims[0].text == (
+        "If you are running out of leave hours, you can request: Donated hours from the Voluntary Leave Transfer Program."
+    )
+    assert all("Advanced" not in c.text for c in claims)
+
+
+def test_a_list_whose_items_are_all_excluded_is_no_claim() -> None:
+    evidence = [make_evidence("L", LEAVE_TYPES)]
+    plan = make_plan("what can I request when running out of leave hours", exclude=("advanced", "donated hours"))
+
+    assert all("running out" not in c.text for c in ExtractiveWriter().write(plan, evidence))
+
+
+def test_a_sentence_broken_over_lines_and_the_lines_of_a_table_are_not_lists() -> None:
+    broken = "Intended especially to capture:\n\nPaid Parental Leave\n\nExtended jury leave, or\n\nOther leave"
+    table = "Net sales by reportable segment:\n\nAmericas $ 37,784 $ 40,882 (8)%\n\nEurope 23,945 23,287 3 %"
+    for text in (broken, table):
+        units = group_list_blocks(text, split_sentences(text))
+        assert not any(isinstance(u, ListBlock) for u in units), text

@@ -66,6 +66,11 @@ CASES = [
         time=(D(2023, 7, 1), D(2023, 10, 1)),
     ),
     Case("onboarding checklist excluding contractors", exclude=("contractors",)),
+    Case(
+        "Besides paid parental leave and the VLTP, which other form has a Docusign template?",
+        exclude=("paid parental leave", "VLTP"),
+    ),
+    Case("besides Confluence, where are runbooks kept?", exclude=("Confluence",)),
     Case("all regions except for the EU since March 2024", exclude=("EU",), time=(D(2024, 3, 1), None)),
     Case("expense policy except travel in 2023", exclude=("travel",), time=(D(2023, 1, 1), D(2024, 1, 1))),
     Case(

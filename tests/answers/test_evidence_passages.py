@@ -1,0 +1,59 @@
+"""Evidence passages: what the writer is handed from a retrieved chunk."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from answers.contracts import ParsedQuery, QueryPlan
+from answers.evidence import build_evidence
+from retrieval.search import RankedChunk
+
+LEAVE_TYPES = (
+    "For jury duty and other court-related leave, use Court Leave.\n\n"
+    "If you are running out of leave hours, you can request:\n\n"
+    "Advanced Annual Leave\n\n"
+    "Advanced Sick Leave\n\n"
+    "Donated hours from the Voluntary Leave Transfer Program\n\n"
+    "Bereavement leave is covered on its own page."
+)
+
+
+def chunk(text: str) -> RankedChunk:
+    return RankedChunk(
+        chunk_id=1, document_id=7, rrf=0.03, ranks={"lexical": 1}, text=text, heading="", char_start=0,
+        char_end=len(text), title="Leave types", url="https://wiki.example/leave", canonical_url="https://wiki.example/leave",
+        source_system="confluence", container="HANDBOOK", updated_at=datetime(2025, 1, 1, tzinfo=UTC), created_at=None,
+        version_label="", authority_tier=2, snapshot_sha256="0" * 64, fingerprint="f", simhash=0,
+    )  # fmt: skip
+
+
+def plan(question: str, text: str | None = None, exclude: tuple[str, ...] = ()) -> QueryPlan:
+    parsed = ParsedQuery(original=question, text=text or question, exclude=exclude)
+    return QueryPlan(parsed=parsed, as_of=datetime(2025, 10, 1, tzinfo=UTC), retrieval_queries=(question,))
+
+
+def test_a_list_reaches_the_writer_with_its_introduction() -> None:
+    records, _trace = build_evidence(plan("What can I request when running out of leave hours?"), [chunk(LEAVE_TYPES)])
+
+    passage = records[0].text
+    assert "If you are running out of leave hours, you can request:" in passage
+    assert "Donated hours from the Voluntary Leave Transfer Program" in passage
+    assert LEAVE_TYPES[records[0].char_start : records[0].char_end] == passage
+
+
+def test_a_list_naming_an_excluded_item_keeps_the_items_that_are_not_excluded() -> None:
+    question = "If I run out of leave, what can I request other than advanced annual or advanced sick leave?"
+    records, _ = build_evidence(
+        plan(question, "If I run out of leave, what can I request?", ("advanced annual", "advanced sick leave")),
+        [chunk(LEAVE_TYPES)],
+    )
+
+    assert any("Donated hours" in r.text for r in records)
+
+
+def test_a_list_whose_introduction_names_the_excluded_term_is_left_out() -> None:
+    records, _ = build_evidence(
+        plan("what can I use besides leave hours", "what can I use", ("leave hours",)), [chunk(LEAVE_TYPES)]
+    )
+
+    assert not any("Donated hours" in r.text for r in records)
