@@ -66,7 +66,7 @@ from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupporte
 from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
 from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import ExtractiveWriter, asked_span, scoped_terms
+from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, scoped_terms
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -378,11 +378,23 @@ def verify_one(draft: DraftClaim, plan: QueryPlan, by_id: dict[str, EvidenceReco
     return ClaimOutcome(cleaned, result, text, kept, links, ctas, attempt)
 
 
+def _headings_above(text: str, quote: str) -> list[str]:
+    """The heading lines of a passage above the quoted sentence ("Logical replication")."""
+    at = text.find(quote)
+    return [line for line in text[:at].split("\n") if is_heading(line)] if at > 0 else []
+
+
 def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord]) -> list[str]:
-    """Each citation's quote with its source's title: the title says what the page is about
-    ("Paid parental leave"), which the quoted sentence often leaves implicit."""
-    titles = {e.id: e.title for e in records}
-    return [f"{c.quote}\n{titles.get(c.evidence_id, '')}" for c in outcome.draft.citations]
+    """Each citation's quote with its source's title and the headings above it in the passage: they say
+    what the sentence is about ("ExampleDB 18 release notes / Logical replication"), which the quoted
+    sentence often leaves implicit."""
+    by_id = {e.id: e for e in records}
+    out = []
+    for c in outcome.draft.citations:
+        rec = by_id.get(c.evidence_id)
+        context = [rec.title, *_headings_above(rec.text, c.quote)] if rec is not None else []
+        out.append("\n".join([c.quote, *context]))
+    return out
 
 
 def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer: Any | None = None,

@@ -638,8 +638,8 @@ def _same_line_elsewhere(text: str, lead: str) -> bool:
 
 
 def scoped_terms(plan: QueryPlan) -> set[str]:
-    """Stems the scoping stage already checked on the source's metadata: the bound company's names and,
-    once a period resolved, the period's words.  A 10-Q's statement row about the resolved quarter never
+    """Stems the scoping stage already checked on the source's metadata: the bound company's names,
+    once a period resolved the period's words, and once the current version resolved "latest".  A 10-Q's statement row about the resolved quarter never
     says "Apple" or "latest quarter", so evidence, writer, abstention and comparisons count them as covered."""
     bound: set[str] = set()
     for surface, canonical in plan.parsed.entities:
@@ -648,6 +648,9 @@ def scoped_terms(plan: QueryPlan) -> set[str]:
     if plan.period_scope:
         for p in plan.parsed.periods:
             bound |= set(content_stems(p.label))
+    if plan.needs_current_version and plan.version_scope:
+        # "Latest ExampleDB changes": the newest version resolved and the other versions were set aside.
+        bound |= set(content_stems("latest newest current most recent"))
     return bound
 
 

@@ -329,3 +329,19 @@ def test_an_excluded_term_removes_its_sentences_not_the_page_that_also_answers(c
     # The search API keeps "-term" semantics: a page naming the excluded term is not listed.
     r = client_for(cast.tokens["bob"]).get("/api/v1/search", {"q": "logical replication -publishers"})
     assert r.status_code == 200 and r.json()["results"] == []
+
+
+def test_the_headings_above_a_quoted_sentence_count_towards_its_evidence_strength(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "rn18", "title": "ExampleDB 18 release notes",
+         "text": "ExampleDB 18 release notes\n\nLogical replication\n\n"
+                 "The subscription option parallel_apply now defaults to on for new subscriptions."},
+    ])  # fmt: skip
+    # The sentence says nothing about "logical replication"; the heading it sits under does.
+    body = ask(cast.tokens["bob"], "Which subscription option changed in logical replication?")
+
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    assert [c["text"] for c in body["answer"]["claims"]] == [
+        "The subscription option parallel_apply now defaults to on for new subscriptions."
+    ]
+    assert body["trace"]["threshold"]["strength"] >= body["trace"]["threshold"]["weak_evidence"]

@@ -510,3 +510,15 @@ def test_a_sentence_broken_over_lines_and_the_lines_of_a_table_are_not_lists() -
     for text in (broken, table):
         units = group_list_blocks(text, split_sentences(text))
         assert not any(isinstance(u, ListBlock) for u in units), text
+
+
+def test_latest_counts_as_covered_once_the_current_version_is_resolved() -> None:
+    from answers.lexicon import content_stems
+    from answers.writers.extractive import scoped_terms
+
+    plan = make_plan("latest ExampleDB replication changes")
+    latest = set(content_stems("latest"))
+    assert not latest & scoped_terms(plan)
+    assert not latest & scoped_terms(dataclasses.replace(plan, needs_current_version=True))
+    resolved = dataclasses.replace(plan, needs_current_version=True, version_scope="18")
+    assert latest <= scoped_terms(resolved)
