@@ -218,6 +218,12 @@ class ListBlock:
         return self.intro[0], self.items[-1][1]
 
 
+def _continues_sentence(line: str) -> bool:
+    """ "Extended jury leave, or": a line that a sentence goes on from, so the lines are not a list."""
+    line = line.rstrip()
+    return line.endswith(",") or (bool(line) and line.split()[-1].lower() in ("or", "and"))
+
+
 def _list_item_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     """The item's span without its marker when the line reads as a list item, else None."""
     m = _LIST_MARKER_RE.match(text[start:end])
@@ -228,9 +234,8 @@ def _list_item_span(text: str, start: int, end: int) -> tuple[int, int] | None:
         return None  # a label line ("Contact us: ...") or a nested list's introduction ends the list
     if len(re.findall(r"(?<![\w.])[$(]?\d[\d,.]*", item)) >= 2:
         return None  # "Americas $ 37,784 $ 40,882 (8)%": the lines of a table, not items
-    words = item.split()
-    if len(words) > _LIST_ITEM_MAX_WORDS or item.endswith(",") or words[-1].lower() in ("or", "and"):
-        return None  # "Extended jury leave, or": a sentence broken over lines, not a list
+    if len(item.split()) > _LIST_ITEM_MAX_WORDS or _continues_sentence(item):
+        return None
     return start, end
 
 
@@ -253,8 +258,7 @@ def group_list_blocks(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple
             while j < len(spans) and len(items) < LIST_MAX_ITEMS and "\n" in text[prev_end : spans[j][0]]:
                 item = _list_item_span(text, *spans[j])
                 if item is None:
-                    tail = text[spans[j][0] : spans[j][1]].rstrip()
-                    if tail.endswith(",") or tail.split()[-1].lower() in ("or", "and"):
+                    if _continues_sentence(text[spans[j][0] : spans[j][1]]):
                         items = []
                     break
                 items.append(item)
