@@ -31,6 +31,7 @@ from answers.verification import answer_type, names_someone
 from answers.writers.extractive import (
     ExtractiveWriter,
     ListBlock,
+    excluded_sentence,
     group_list_blocks,
     is_heading,
     mentions_excluded,
@@ -261,9 +262,10 @@ def build_evidence(
                     raw = c.text[s:e]
                     if is_heading(raw):
                         sub_heading = frozenset(content_stems(raw))
-                    # A sentence naming an excluded term ("subscribers, not publishers") never enters a passage;
+                    # A sentence about an excluded term ("subscribers, not publishers") never enters a passage;
                     # the rest of its chunk can still answer (the answer path does not drop whole chunks).
-                    excluded, instruction = mentions_excluded(raw, plan.parsed.exclude), is_instruction(raw)
+                    # One that names it among others ("your supervisor and the HR specialist") can answer.
+                    excluded, instruction = excluded_sentence(raw, plan.parsed.exclude), is_instruction(raw)
                 out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), instruction, excluded,
                                      heading=sub_heading))  # fmt: skip
         sentences[doc_id] = out

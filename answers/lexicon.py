@@ -285,6 +285,11 @@ def tokens(text: str) -> list[str]:
     return _TOKEN_RE.findall(normalise_ws(text))
 
 
+def token_spans(text: str) -> list[tuple[int, int, str]]:
+    """``tokens(text)`` with each token's (start, end) offsets in ``normalise_ws(text)``."""
+    return [(m.start(), m.end(), m.group()) for m in _TOKEN_RE.finditer(normalise_ws(text))]
+
+
 def _norm_number(tok: str) -> str:
     tok = tok.lower()
     if tok in _NUMBER_WORDS:

@@ -20,7 +20,7 @@ from datetime import date
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.lexicon import STOPWORDS, attribute_synonyms, content_stems, normalise_ws, stem, tokens
+from answers.lexicon import STOPWORDS, attribute_synonyms, content_stems, normalise_ws, stem, token_spans, tokens
 from answers.sanitise import is_instruction
 
 WRITER_NAME = "extractive"
@@ -382,6 +382,39 @@ def mentions_excluded(sentence: str, exclude: Sequence[str]) -> bool:
     return any(_contains_seq(stems, [stem(t) for t in tokens(x)]) for x in exclude if tokens(x))
 
 
+# Words before an excluded term that make it one item among others ("annual, award, and sick leave") or
+# that set it aside in the source itself ("use funeral leave, not sick leave").
+_SET_ASIDE_BEFORE = frozenset({"and", "or", "nor", "not", "than", "except", "besides", "excluding", "unlike"})
+_COORDINATION_AFTER_RE = re.compile(r"\s*(?:,|(?:and|or|&)\b)", re.I)
+_RELATIVE_AFTER_RE = re.compile(r",\s*(?:which|who|whom|whose|that|where)\b", re.I)
+
+
+def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
+    """Whether the sentence is about an excluded term: it names one other than as an item among others.
+
+    "Besides my supervisor, who reviews it?" is answered by "Your supervisor and the HR specialist
+    review it": the excluded term is one of two coordinated subjects, and the sentence names the answer
+    too. "Your supervisor reviews it" and "The supervisor, who ..." are about the excluded term.
+    """
+    text = normalise_ws(sentence)
+    spans = token_spans(text)
+    stems = [stem(w) for _a, _b, w in spans]
+    for x in exclude:
+        needle = [stem(t) for t in tokens(x)]
+        n = len(needle)
+        for i in range(len(stems) - n + 1) if n else ():
+            if stems[i : i + n] != needle:
+                continue
+            before = spans[i - 1][2].lower() if i else ""
+            after = text[spans[i + n - 1][1] :]
+            coordinated = before in _SET_ASIDE_BEFORE or (
+                _COORDINATION_AFTER_RE.match(after) is not None and not _RELATIVE_AFTER_RE.match(after)
+            )
+            if not coordinated or len(stems) == n:
+                return True
+    return False
+
+
 _ANSWER_SHAPE = {
     "number": re.compile(r"\d"),
     "date": re.compile(
@@ -737,12 +770,10 @@ class ExtractiveWriter:
         asked = frozenset().union(*alts.values()) | bound | frozenset(content_stems(plan.original))
         if re.search(r"\bother\b", plan.original, re.I):
             asked |= {"other"}
-        excludes = [[stem(t) for t in tokens(x)] for x in parsed.exclude]
-        excludes = [x for x in excludes if x]
         phrases = [normalise_ws(p).lower() for p in parsed.phrases if p.strip()]
 
         rejected: dict[str, int] = {}
-        candidates = self._candidates(evidence, excludes, rejected)
+        candidates = self._candidates(evidence, parsed.exclude, rejected)
         if info is not None and rejected:
             info["rejected_sentences"] = dict(sorted(rejected.items()))
         if not candidates:
@@ -839,7 +870,7 @@ class ExtractiveWriter:
         return claims
 
     def _candidates(
-        self, evidence: Sequence[EvidenceRecord], excludes: list[list[str]], rejected: dict[str, int]
+        self, evidence: Sequence[EvidenceRecord], exclude: Sequence[str], rejected: dict[str, int]
     ) -> list[_Candidate]:
         out: list[_Candidate] = []
         for rank, ev in enumerate(evidence):
@@ -851,7 +882,7 @@ class ExtractiveWriter:
                 if start in lists:
                     # The list as one claim; its items are still read on their own below, where one
                     # that reads as a statement ("audit logs are retained for ninety days") can answer.
-                    listed = self._list_candidate(ev, lists[start], excludes, rank, title_terms | heading)
+                    listed = self._list_candidate(ev, lists[start], exclude, rank, title_terms | heading)
                     if listed is not None:
                         out.append(listed)
                 raw = ev.text[start:end]
@@ -885,8 +916,7 @@ class ExtractiveWriter:
                 toks = tokens(raw)
                 if not self.min_words <= len(toks) <= self.max_words:
                     continue
-                stems = [stem(t) for t in toks]
-                if any(_contains_seq(stems, x) for x in excludes):
+                if excluded_sentence(raw, exclude):
                     continue
                 out.append(
                     _Candidate(
@@ -902,16 +932,15 @@ class ExtractiveWriter:
                 )
         return out
 
-    def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, excludes: list[list[str]], rank: int,
+    def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, exclude: Sequence[str], rank: int,
                         context: frozenset[str]) -> _Candidate | None:  # fmt: skip
         """One claim for a list and its introduction, quoting the whole list; excluded items are left out."""
         intro = ev.text[block.intro[0] : block.intro[1]]
-        if is_instruction(intro) or any(_contains_seq([stem(t) for t in tokens(intro)], x) for x in excludes):
+        if is_instruction(intro) or mentions_excluded(intro, exclude):
             return None
 
         def keep(item: str) -> bool:
-            stems = [stem(t) for t in tokens(item)]
-            return not is_instruction(item) and not any(_contains_seq(stems, x) for x in excludes)
+            return not is_instruction(item) and not mentions_excluded(item, exclude)
 
         text = render_list(ev.text, block, keep)
         if text is None or len(tokens(text)) < self.min_words:
@@ -938,6 +967,7 @@ __all__ = [
     "group_list_blocks",
     "render_list",
     "is_heading",
+    "excluded_sentence",
     "mentions_excluded",
     "asked_span",
     "row_fits_period",

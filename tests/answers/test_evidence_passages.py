@@ -57,3 +57,19 @@ def test_a_list_whose_introduction_names_the_excluded_term_is_left_out() -> None
     )
 
     assert not any("Donated hours" in r.text for r in records)
+
+
+def test_a_sentence_naming_the_excluded_term_among_others_stays_in_the_passage() -> None:
+    text = (
+        "Your supervisor signs the form first.\n\n"
+        "Your supervisor and the HR specialist review every term extension request."
+    )
+    records, _ = build_evidence(
+        plan("Besides my supervisor, who reviews a term extension request?", "who reviews a term extension request",
+             ("supervisor",)),
+        [chunk(text)],
+    )  # fmt: skip
+
+    passages = " ".join(r.text for r in records)
+    assert "the HR specialist review every term extension request" in passages
+    assert "signs the form first" not in passages

@@ -160,6 +160,41 @@ def test_exclusions_match_inflected_words_but_not_substrings() -> None:
     assert [c.text for c in ExtractiveWriter().write(plan, evidence)] == ["Republishing parallel apply is safe."]
 
 
+def test_a_sentence_naming_the_excluded_term_among_others_can_answer() -> None:
+    evidence = [
+        make_evidence(
+            "E",
+            "Your supervisor reviews your timesheet every week. "
+            "Your supervisor and the HR specialist review a request for an extension. "
+            "The supervisor, who signs the form, reviews a request for an extension last.",
+        )
+    ]
+    plan = make_plan(
+        "Besides my supervisor, who reviews a request for an extension?",
+        text="who reviews a request for an extension",
+        exclude=("supervisor",),
+    )
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, evidence)]
+
+    assert texts == ["Your supervisor and the HR specialist review a request for an extension."]
+
+
+def test_a_source_that_sets_the_excluded_term_aside_itself_can_answer() -> None:
+    evidence = [
+        make_evidence("E", "Sick leave covers a funeral. For a military funeral use funeral leave, not sick leave.")
+    ]
+    plan = make_plan(
+        "Other than sick leave, what leave can I use for a military funeral?",
+        text="what leave can I use for a military funeral",
+        exclude=("sick leave",),
+    )
+
+    assert [c.text for c in ExtractiveWriter().write(plan, evidence)] == [
+        "For a military funeral use funeral leave, not sick leave."
+    ]
+
+
 def test_an_unrelated_query_gets_no_claims() -> None:
     assert ExtractiveWriter().write(make_plan("what is the cafeteria lunch menu on fridays"), EVIDENCE) == []
 
