@@ -36,8 +36,9 @@ _GROUP = re.compile(r"\b(Three|Six|Nine|Twelve)\s+Months\s+Ended\b", re.IGNORECA
 _HEADER_TOKEN = re.compile(rf"^(?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended|{_MONTH}|\d{{1,2}},?|(?:19|20)\d{{2}}|,)$")
 _UNIT = re.compile(r"\(\s*in\s+(millions|thousands|billions)\b([^)]*)", re.IGNORECASE)
 _VALUE = re.compile(r"^(?:\(?\$?\(?[\d,]*\d(?:\.\d+)?\)?%?|—|–|-)$")
-# A short title line inside a table, without the colon: "Revenue", "Operating Income", "Client Computing".
-_SECTION_TITLE = re.compile(r"^[A-Z][A-Za-z&'’-]*(?: [A-Za-z&'’-]+){0,3}$")
+# A short title line inside a table, without the colon: "Revenue", "Operating Income", "Client Computing",
+# "Operating Income (Loss)" (Amazon's segment table; its rows would otherwise read "International: -$911").
+_SECTION_TITLE = re.compile(r"^[A-Z][A-Za-z&'’-]*(?: \(?[A-Za-z&'’-]+\)?){0,3}$")
 _UNIT_WORD = {"millions": "million", "thousands": "thousand", "billions": "billion"}
 
 
@@ -187,7 +188,7 @@ def _lower_first(words: str) -> str:
     if words.isupper():
         # Amazon's "FINANCING ACTIVITIES:" reads as words; a single capitalised word is a name ("AWS").
         return words.lower() if len(parts) > 1 else words
-    if len(parts) > 1 and all(p[:1].isupper() for p in parts):
+    if len(parts) > 1 and all(p.lstrip("(")[:1].isupper() for p in parts):
         return words
     return words[:1].lower() + words[1:]
 

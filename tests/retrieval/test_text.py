@@ -588,6 +588,13 @@ def test_it_labels_the_rows_of_a_statement_whose_header_names_one_date_and_then_
         "Intelligent Cloud (revenue): $24,259 million, three months ended September 30, 2023;"
     )
     assert rendered[5].startswith("Intelligent Cloud (Operating Income): $11,751 million,")
+    # Amazon's: "Operating Income (Loss)" above the segments, with the unit line and the header first.
+    amazon = ["Operating income (loss) by segment is as follows (in millions):", "Three Months Ended",
+              "September 30,", "2021 2022", "Operating Income (Loss)", "International $ (911) $ (2,466)"]  # fmt: skip
+    assert table_statements(amazon)[-1] == (
+        "International (Operating Income (Loss)): -$911 million, three months ended September 30, 2021; "
+        "-$2,466 million, three months ended September 30, 2022."
+    )
     # Percentages printed without their sign stay percentages.
     growth = ["Three Months Ended September 30, 2023 2022", "Year-over-year Percentage Growth:", "AWS 27 12"]
     assert table_statements(growth)[-1] == (
