@@ -285,6 +285,24 @@ def tokens(text: str) -> list[str]:
     return _TOKEN_RE.findall(normalise_ws(text))
 
 
+_QUESTION_LEAD_RE = re.compile(
+    r"\s*(?:how|what|when|where|which|who|whom|whose|why|can|could|do|does|did|is|are|was|were|should|would|"
+    r"will|may|must|have|has)\b",
+    re.I,
+)
+
+
+def asked_clause(question: str) -> str:
+    """The question the user asked last in a resolved follow-up ("Can I take it intermittently: How much
+    paid parental leave do I get?", answers/followups.py): its kind of answer (a yes/no, not an amount)
+    comes from the first question; the second only supplies what "it" is. Anything else is returned whole.
+    """
+    head, sep, tail = question.partition(": ")
+    if sep and _QUESTION_LEAD_RE.match(head) and _QUESTION_LEAD_RE.match(tail):
+        return head
+    return question
+
+
 def token_spans(text: str) -> list[tuple[int, int, str]]:
     """``tokens(text)`` with each token's (start, end) offsets in ``normalise_ws(text)``."""
     return [(m.start(), m.end(), m.group()) for m in _TOKEN_RE.finditer(normalise_ws(text))]

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabel, VerificationResult
 from answers.judge import JudgeError, judge_for_tenant
-from answers.lexicon import attribute_synonyms, content_stems, is_number, normalise_ws, version_key
+from answers.lexicon import asked_clause, attribute_synonyms, content_stems, is_number, normalise_ws, version_key
 from answers.sanitise import is_instruction
 from answers.scoping import bound_entities, mentions
 from answers.support import _TERMINAL_RE, Embedder, is_short_quote, quote_in_passage, support_label, weakest
@@ -174,6 +174,7 @@ MIN_ATTRIBUTE_COVERAGE = 0.5  # share of the asked attribute's words (or synonym
 def answer_type(question: str) -> str:
     """ "number" for how-much/how-many and amount questions, "date" for when-questions, "person" for
     who-holds-this-role questions, else ""."""
+    question = asked_clause(question)
     if _WHEN_RE.search(question):
         return "date"
     if _WHO_ROLE_RE.search(question):

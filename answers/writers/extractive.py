@@ -20,7 +20,16 @@ from datetime import date
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.lexicon import STOPWORDS, attribute_synonyms, content_stems, normalise_ws, stem, token_spans, tokens
+from answers.lexicon import (
+    STOPWORDS,
+    asked_clause,
+    attribute_synonyms,
+    content_stems,
+    normalise_ws,
+    stem,
+    token_spans,
+    tokens,
+)
 from answers.sanitise import is_instruction
 
 WRITER_NAME = "extractive"
@@ -300,6 +309,22 @@ class _Candidate:
     score: float = 0.0
     lexical: float = 0.0
     quote: str = ""  # the verbatim span cited, when it is not the claim text itself (a rendered list)
+    label: bool = False  # a "Label - value" line, scored by its label
+
+
+# A "Label - value" line of a roster or an index: "Director - Star Vanamali", "Play 5 - Document, document,
+# document". No full stop, so never a sentence, but it states its value as plainly as one.
+_LABEL_LINE_RE = re.compile(r"^(?P<label>[A-Z0-9][\w&'’()/ ]{0,40}?\w) (?:-|\u2013|\u2014) (?P<value>[^\n:;|]{2,100})$")
+
+
+def label_line(line: str) -> tuple[str, str] | None:
+    """(label, value) of a short "Label - value" line, else None."""
+    m = _LABEL_LINE_RE.match(line.strip())
+    if m is None or len(m.group("label").split()) > 4 or len(m.group("value").split()) > 14:
+        return None
+    if _SENTENCE_END_RE.search(m.group("value")) or _MARKUP_RE.search(line):
+        return None
+    return m.group("label"), m.group("value")
 
 
 def _is_fragment(sentence: str) -> bool:
@@ -415,18 +440,28 @@ def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
     return False
 
 
-_ANSWER_SHAPE = {
-    "number": re.compile(r"\d"),
-    "date": re.compile(
-        r"\b(?:19|20)\d{2}\b|\b(?:January|February|March|April|May|June|July|August|September|October|"
-        r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|\bday|\bweek|\bmonth"
-    ),
-}
+# A date, a year or a named period is not the amount "how much" asks for: "the operating loss for the nine
+# months ended September 30, 2022 ... is primarily due to ..." states none.
+_DATE_LIKE_RE = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{1,2}"
+    r"(?:st|nd|rd|th)?(?:,?\s+(?:19|20)\d{2})?\b|\b(?:Q[1-4]\s+)?(?:19|20)\d{2}\b|\bQ[1-4]\b"
+)
+_DATE_SHAPE_RE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b(?:January|February|March|April|May|June|July|August|September|October|"
+    r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|\bday|\bweek|\bmonth"
+)
+
+
+def states_shape(kind: str, text: str) -> bool:
+    """Whether the sentence states the kind of value asked: an amount ("number") or a date ("date")."""
+    if kind == "number":
+        return re.search(r"\d", _DATE_LIKE_RE.sub(" ", text)) is not None
+    return kind == "date" and _DATE_SHAPE_RE.search(text) is not None
 
 
 def _asked_shape(query: str) -> str:
     """What kind of value answers the question: "number" (how much/many/long), "date" (when), or ""."""
-    q = query.lower()
+    q = asked_clause(query).lower()
     if re.search(r"\bhow (?:much|many|long|often|large|big)\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
                  r"amount|number|total|cost|rate|percentage)\b", q):  # fmt: skip
         return "number"
@@ -434,6 +469,8 @@ def _asked_shape(query: str) -> str:
         return "date"
     if re.match(r"\s*which\s+(?!(?:was|is|were|are|one|of)\b)[a-z]", q):
         return "name"  # "Which password manager does TTS recommend?", not "Which was larger: ..."
+    if re.match(r"\s*who\s+(?:is|was|are|were)\s+(?:the|our|my|their)\b", q):
+        return "name"  # "Who is the director of TTS Outreach?": answered by a name
     return ""
 
 
@@ -800,6 +837,8 @@ class ExtractiveWriter:
         qualified: list[_Candidate] = []
         for i, c in enumerate(candidates):
             hits = [t for t in q_terms if t not in bound and alts[t] & c.terms]
+            if c.label and not hits:
+                continue  # "18F - Dahianna Salazar Foreman" under "Director - ..." is about 18F
             c.lexical = (
                 (
                     free
@@ -821,7 +860,7 @@ class ExtractiveWriter:
             if wants == "name":
                 # "Which password manager ...": answered by a sentence that names one ("KeePassXC").
                 score = score + self.shape_bonus if names_something(c.text, asked) else score * self.nameless_factor
-            elif wants and _ANSWER_SHAPE[wants].search(c.text):
+            elif wants and states_shape(wants, c.text):
                 score += self.shape_bonus  # "how much" is answered by a number, "when" by a date
             if sim is not None:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
@@ -892,6 +931,17 @@ class ExtractiveWriter:
                     end = start + len(raw.rstrip().rstrip(":"))
                     raw = ev.text[start:end]
                 elif not _LIST_MARKER_RE.match(raw) or raw.startswith("#"):
+                    labelled = label_line(raw)
+                    if labelled is not None and not mentions_excluded(raw, exclude):
+                        # The line is about its label: "Director - Star Vanamali" answers "who is the director".
+                        out.append(
+                            _Candidate(
+                                rank=rank, evidence_id=ev.id, start=start, text=raw,
+                                terms=frozenset(content_stems(labelled[0])),
+                                shape=frozenset(t.lower() for t in tokens(raw)),
+                                context=title_terms | heading, title=ev.title or "", label=True,
+                            )
+                        )  # fmt: skip
                     if _is_fragment(raw):  # never a claim; a short one is the heading of what follows
                         if is_heading(raw):
                             heading = frozenset(content_stems(raw))
@@ -914,6 +964,14 @@ class ExtractiveWriter:
                 if is_instruction(raw):
                     continue  # retrieved text addressing a model is data, never an answer
                 toks = tokens(raw)
+                if len(toks) < self.min_words and idx > 0:
+                    # "lr_example_parallel_apply (boolean). Default: off.": a value too short to stand alone
+                    # is read with the sentence before it in its paragraph, as one claim.
+                    before_start, before_end = spans[idx - 1]
+                    if "\n" not in ev.text[before_end:start] and ev.text[before_end - 1 : before_end] == ".":
+                        joined = ev.text[before_start:end]
+                        if unfit_reason(joined) is None and not is_instruction(joined):
+                            start, raw, toks = before_start, joined, tokens(joined)
                 if not self.min_words <= len(toks) <= self.max_words:
                     continue
                 if excluded_sentence(raw, exclude):

@@ -342,6 +342,66 @@ def test_it_leads_with_the_answer_and_drops_questions_fragments_markup_and_repea
     assert info["rejected_sentences"] == {"fragment": 3, "label": 1, "markup": 2, "question": 1}
 
 
+def test_a_resolved_follow_up_takes_its_kind_of_answer_from_the_question_asked_last() -> None:
+    # answers/followups.py resolves "Can I take it intermittently?" to this; it asks yes or no, not how much.
+    plan = make_plan("Can I take it intermittently: How much paid parental leave do I get?")
+    evidence = [
+        make_evidence(
+            "ppl",
+            "You can take parental leave intermittently with supervisor approval. "
+            "If you take parental leave intermittently, the 12 week period begins after your final day.",
+        )
+    ]
+
+    claims = ExtractiveWriter().write(plan, evidence, max_claims=1)
+
+    assert [c.text for c in claims] == ["You can take parental leave intermittently with supervisor approval."]
+
+
+def test_a_date_is_not_the_amount_a_how_big_question_asks_for() -> None:
+    plan = make_plan("How big was the International operating loss in the quarter ended September 30, 2022?")
+    evidence = [
+        make_evidence(
+            "q3",
+            "The International operating loss for the quarter ended September 30, 2022 is due to higher costs. "
+            "In the quarter ended September 30, 2022 the International operating loss was $2,466 million.",
+        )
+    ]
+
+    claims = ExtractiveWriter().write(plan, evidence, max_claims=1)
+
+    assert [c.text for c in claims] == [
+        "In the quarter ended September 30, 2022 the International operating loss was $2,466 million."
+    ]
+
+
+def test_a_roster_line_answers_a_question_about_its_label() -> None:
+    roster = (
+        "The Outreach team has a point person for each of the main business units.\n\n"
+        "Director - Star Vanamali\n\n18F - Dahianna Salazar Foreman\n\nSolutions - Kristina Britt"
+    )
+    plan = make_plan("Who is the director of the Outreach team?")
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, [make_evidence("outreach", roster)])]
+
+    assert texts[0] == "Director - Star Vanamali"
+    assert "18F - Dahianna Salazar Foreman" not in texts
+
+
+def test_a_value_too_short_to_stand_alone_is_read_with_the_sentence_before_it() -> None:
+    reference = (
+        "ExampleDB 17 configuration reference: subscriptions\n\n"
+        "lr_example_parallel_apply (boolean). Default: off. When on, the subscriber applies large transactions "
+        "with parallel workers."
+    )
+    plan = make_plan("What was the default of lr_example_parallel_apply in ExampleDB 17?")
+
+    claims = ExtractiveWriter().write(plan, [make_evidence("pg17", reference)], max_claims=1)
+
+    assert [c.text for c in claims] == ["lr_example_parallel_apply (boolean). Default: off."]
+    assert claims[0].citations[0].quote == claims[0].text
+
+
 def test_a_labelled_table_row_answers_a_number_question() -> None:
     filing = (
         "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n\n"

@@ -419,6 +419,15 @@ def test_a_period_or_a_time_of_day_answers_a_when_question() -> None:
     assert not _HAS_DATE_RE.search("Bluebird is the merger code name.")
 
 
+def test_a_resolved_follow_up_asks_for_the_kind_of_answer_its_last_question_asks_for() -> None:
+    from answers.verification import answer_type
+
+    assert answer_type("Can I take it intermittently: How much paid parental leave do I get?") == ""
+    assert answer_type("When is it due: What form do I file for paid parental leave?") == "date"
+    # A colon inside one question keeps the whole question.
+    assert answer_type("Quick one: how much paid parental leave do I get?") == "number"
+
+
 # --------------------------------------------------------------------------- versions the question names
 
 
