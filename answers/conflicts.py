@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
-from answers.lexicon import STOPWORDS, content_stems, version_key
+from answers.lexicon import STOPWORDS, content_stems, identifier_spans, version_key
 from answers.support import support_features
 from answers.writers.extractive import split_sentences, unfit_reason
 
@@ -192,6 +192,11 @@ def same_fact_different_value(
         return False
     na, nb = _entities(a), _entities(b)
     if na and nb and not na & nb:
+        return False
+    # Service and setting names are written in lower case: "orders-api: runtime Foo 3.2" and
+    # "orders-worker: runtime Foo 3.4" are about two services, though both name Foo.
+    ia, ib = {n for _s, n in identifier_spans(a)}, {n for _s, n in identifier_spans(b)}
+    if ia and ib and not ia & ib:
         return False
     terms_a, terms_b = set(content_stems(_masked(a))), set(content_stems(_masked(b)))
     overlap = _jaccard(terms_a, terms_b)

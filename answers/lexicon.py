@@ -303,6 +303,28 @@ def asked_clause(question: str) -> str:
     return question
 
 
+# Parts of everyday hyphenated words ("mid-year", "full-time", "follow-up", "end-of-year"): a word made of
+# them is English, not the name of a service or a setting.
+_COMPOUND_PARTS = frozenset(
+    "a all an and anti at back based by calendar check co cross day de down e end ex face first five follow four "
+    "free front full half hand high in inter level like log long low make making mid month multi new non of off "
+    "old on one opt or out over part per post pre quarter re real related self semi set short side sign sub term "
+    "the three time to two un up user vice week well wide world x year".split()
+)
+_IDENTIFIER_RE = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+(?![\w-])")
+
+
+def identifier_spans(text: str) -> list[tuple[int, str]]:
+    """(offset, name) of lower-case names joined by hyphens or underscores: "orders-api",
+    "lr_example_parallel_apply"; not everyday compounds ("mid-year", "full-time", "follow-up")."""
+    out = []
+    for m in _IDENTIFIER_RE.finditer(text):
+        word = m.group()
+        if "_" in word or not any(p in _COMPOUND_PARTS or p.isdigit() for p in re.split(r"[-_]", word)):
+            out.append((m.start(), word))
+    return out
+
+
 def token_spans(text: str) -> list[tuple[int, int, str]]:
     """``tokens(text)`` with each token's (start, end) offsets in ``normalise_ws(text)``."""
     return [(m.start(), m.end(), m.group()) for m in _TOKEN_RE.finditer(normalise_ws(text))]
@@ -358,6 +380,10 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "spent": "spent spend spending expenses expense costs",
         "headcount": "headcount employees",
         "vacation": "vacation leave annual",
+        # "Who owns orders-api?" is answered by a catalogue's "owner payments-platform".
+        "own": "own owner owners ownership",
+        "owns": "own owner owners ownership",
+        "owned": "own owner owners ownership",
     }.items()
 }
 

@@ -20,7 +20,15 @@ from typing import Any, Literal, Protocol
 
 from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabel, VerificationResult
 from answers.judge import JudgeError, judge_for_tenant
-from answers.lexicon import asked_clause, attribute_synonyms, content_stems, is_number, normalise_ws, version_key
+from answers.lexicon import (
+    asked_clause,
+    attribute_synonyms,
+    content_stems,
+    identifier_spans,
+    is_number,
+    normalise_ws,
+    version_key,
+)
 from answers.sanitise import is_instruction
 from answers.scoping import bound_entities, mentions
 from answers.support import _TERMINAL_RE, Embedder, is_short_quote, quote_in_passage, support_label, weakest
@@ -228,6 +236,22 @@ def named_phrases(question: str) -> list[str]:
     return [m.group(1) for m in _NAMED_PHRASE_RE.finditer(question) if not all(w.isupper() for w in m.group(1).split())]
 
 
+_NEGATED_BEFORE_RE = re.compile(
+    r"\b(?:not|never|no|other than|except|besides|excluding|without|unlike|apart from)(?:\s+[\w'-]+){0,3}\s*$|n't"
+    r"(?:\s+[\w'-]+){0,3}\s*$",
+    re.I,
+)
+
+
+def code_identifiers(question: str) -> list[str]:
+    """Lower-case names joined by hyphens or underscores: "orders-api", "lr_example_parallel_apply".
+
+    A claim about "orders-worker" or about a folder's owner does not answer "Who owns orders-api?".
+    """
+    # "Which service is not owned by payments-platform?" is about the other services.
+    return [name for start, name in identifier_spans(question) if not _NEGATED_BEFORE_RE.search(question[:start])]
+
+
 def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str]], plan: QueryPlan) -> list[str]:
     """Why a claim does not answer *this* question (empty when it does).
 
@@ -237,7 +261,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     words, or their usual synonyms, in the claim, its quotes or the source title),
     ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing),
     ``version_not_mentioned:<name> <n>`` (the question names a version that neither the claim, its
-    quotes nor the source's title or version label mention).
+    quotes nor the source's title or version label mention), ``identifier_not_mentioned:<name>`` (the
+    same for a service or setting name such as "orders-api").
     """
 
     reasons: list[str] = []
@@ -279,6 +304,12 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # "the default in ExampleDB 12": a source about ExampleDB 17 does not answer it.
         if not re.search(rf"\b{re.escape(name)}\s*v?{re.escape(number)}(?!\d|\.\d)", f"{said} {titles}", re.I):
             reasons.append(f"version_not_mentioned:{name} {number}")
+    # A multi-hop chain's later sources are about the value its first hop found ("Foo 3.2"), not the name
+    # asked about (the chain binds each hop to its subject); so is a follow-up's ("When does its security
+    # support end?" after "Which runtime does orders-api run on?"), hence the last question only.
+    for name in [] if plan.hops else code_identifiers(asked_clause(plan.parsed.text or plan.original)):
+        if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"{said} {titles}", re.I):
+            reasons.append(f"identifier_not_mentioned:{name}")
     if _LEGALESE_RE.search(claim_text):
         # Cross-references and forward-looking-statement legalese share words with many
         # questions and answer none of them.

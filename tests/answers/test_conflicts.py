@@ -64,6 +64,23 @@ def test_the_same_figure_for_different_companies_is_not_a_conflict() -> None:
     )
 
 
+def test_two_services_on_different_runtimes_are_not_a_conflict() -> None:
+    api = doc(
+        "api",
+        "orders-api: runtime Foo 3.2, owner payments-platform, updated 2026-04-14.",
+        document_id=1,
+        title="Service catalogue: orders-api",
+    )
+    worker = doc("worker", "orders-worker: runtime Foo 3.4, owner fulfilment, updated 2026-03-02.", document_id=2,
+                 title="Service catalogue: orders-worker")  # fmt: skip
+    assert conflicts_for("Which runtime does orders-api run on?", api, api.text, worker)["status"] == "none"
+    assert not same_fact_different_value(api.text, worker.text, api, worker)
+    # One service with two runtimes is.
+    assert same_fact_different_value(
+        "orders-api: runtime Foo 3.2, owner payments-platform.", "orders-api: runtime Foo 3.4, owner payments-platform."
+    )
+
+
 def test_the_same_period_and_company_with_two_values_is_a_conflict() -> None:
     filed = doc("F", "Total operating expenses were $13,415 million.", document_id=1, title="2023 Q3 AAPL.pdf")
     restated = doc("R", "Total operating expenses were $13,512 million.", document_id=2, title="2023 Q3 AAPL restated")

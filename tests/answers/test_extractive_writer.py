@@ -402,6 +402,19 @@ def test_a_value_too_short_to_stand_alone_is_read_with_the_sentence_before_it() 
     assert claims[0].citations[0].quote == claims[0].text
 
 
+def test_a_catalogue_owner_answers_who_owns_a_service() -> None:
+    page = (
+        "Service catalogue: orders-worker\n\n"
+        "The orders-worker service takes orders from the web shop and hands them to billing.\n\n"
+        "orders-worker: runtime Foo 3.4, owner fulfilment."
+    )
+    plan = make_plan("Who owns the orders-worker service?")
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, [make_evidence("wrk", page)], max_claims=1)]
+
+    assert texts == ["orders-worker: runtime Foo 3.4, owner fulfilment."]
+
+
 def test_a_labelled_table_row_answers_a_number_question() -> None:
     filing = (
         "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n\n"

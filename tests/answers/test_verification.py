@@ -431,6 +431,23 @@ def test_a_resolved_follow_up_asks_for_the_kind_of_answer_its_last_question_asks
 # --------------------------------------------------------------------------- versions the question names
 
 
+def test_a_claim_about_another_service_than_the_one_asked_does_not_answer() -> None:
+    api = make_evidence("API", "orders-api: runtime Foo 3.2, owner payments-platform, updated 2026-04-14.")
+    worker = make_evidence("WRK", "orders-worker: runtime Foo 3.4, owner fulfilment, updated 2026-03-02.")
+    by_id = {"API": api, "WRK": worker}
+
+    def check(question: str, ev: EvidenceRecord):  # type: ignore[no-untyped-def]
+        return verify_claim(claim(ev.text, (ev.id, ev.text)), by_id, make_plan(question), authorised_ids=set(by_id))
+
+    assert check("Who owns orders-api?", api).relevant
+    about_worker = check("Who owns orders-api?", worker)
+    assert not about_worker.relevant
+    assert "not_relevant:identifier_not_mentioned:orders-api" in about_worker.reasons
+    # A name the question sets aside is not asked for; neither is an everyday compound ("full-time").
+    assert check("Which service is not owned by payments-platform?", worker).relevant
+    assert check("Who owns the full-time orders-worker service?", worker).relevant
+
+
 def test_a_claim_about_another_version_than_the_one_asked_does_not_answer() -> None:
     ev = make_evidence("R18", "The subscription option lr_example_parallel_apply now defaults to on in ExampleDB 18.")
     c = claim(ev.text, ("R18", ev.text))
