@@ -631,7 +631,9 @@ _PERIOD_RE = re.compile(
     | (?P<yq>\b(?P<yq_fiscal>{_FY})?(?P<yq_y>{_YEAR4})\s+q(?P<yq_q>[1-4])\b)
     | (?P<oq>\b(?P<oq_o>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\s+
         (?:of\s+|in\s+)?(?P<oq_fiscal>{_FY})?(?P<oq_y>{_YEAR4})\b)
-    | (?P<ended>\b(?:quarter|three\s+months|quarterly\s+period|period)\s+ended\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
+    | (?P<ytd>\b(?:first\s+)?(?P<ytd_n>six|nine)\s+months\s+(?:of\s+)?(?P<ytd_fiscal>{_FY})?(?P<ytd_y>{_YEAR4})\b
+        |\bfirst\s+half\s+of\s+(?P<h1_fiscal>{_FY})?(?P<h1_y>{_YEAR4})\b)
+    | (?P<ended>\b(?:quarter|(?:three|six|nine)\s+months|quarterly\s+period|period)\s+ended\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
         (?P<ended_d>\d{{1,2}}),?\s+(?P<ended_y>{_YEAR4})\b)
     | (?P<fy>\b{_FY}(?P<fy_y>{_YEAR4}|(?<=fy)\d{{2}})\b)
     | (?P<latest>\b(?:latest|most\s+recent|newest|current|last|recent|last\s+reported)\s+
@@ -665,6 +667,13 @@ def _periods(text: str) -> tuple[PeriodRequest, ...]:
             fiscal = True if (m.group("oq_fiscal") or "fiscal" in label.lower()) else None
             out.append(PeriodRequest("absolute", "quarter", int(m.group("oq_y")), _ORDINALS[m.group("oq_o").lower()],
                                      fiscal, label))  # fmt: skip
+        elif m.group("ytd"):
+            # "the first nine months of fiscal 2023" is reported in that year's third-quarter filing (the
+            # nine-month column), "the first half" in the second-quarter one.
+            year = m.group("ytd_y") or m.group("h1_y")
+            quarter = 3 if (m.group("ytd_n") or "").lower() == "nine" else 2
+            fiscal = True if (m.group("ytd_fiscal") or m.group("h1_fiscal")) else None
+            out.append(PeriodRequest("absolute", "quarter", int(year), quarter, fiscal, label))
         elif m.group("ended"):
             try:
                 end = date(int(m.group("ended_y")), _MONTHS[m.group("ended_m").lower()], int(m.group("ended_d")))

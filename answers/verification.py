@@ -286,7 +286,10 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         for phrase in named_phrases(plan.parsed.original):
             # "the TTS Business Operations Division": a page about the Acquisition Division does not answer.
             words = set(content_stems(" ".join(w for w in phrase.split() if not w.isupper())))
-            if words and not words <= seen:
+            # Its initials name it too, as sources write it after the first use: "The Work Number (TWN)".
+            initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
+            named_by_initials = len(initials) >= 2 and re.search(rf"\b{initials}\b", said) is not None
+            if words and not words <= seen and not named_by_initials:
                 reasons.append(f"name_not_mentioned:{phrase}")
     kind = answer_type(plan.parsed.original)
     # The attribute check applies where generic sentences win today: questions bound to an

@@ -233,15 +233,21 @@ def _continues_sentence(line: str) -> bool:
     return line.endswith(",") or (bool(line) and line.split()[-1].lower() in ("or", "and"))
 
 
+_TIME_OR_PHONE_RE = re.compile(r"\b\d{1,2}:\d{2}\b|\(?\b\d{3}\)?[-. ]\d{3}[-.]\d{4}\b")
+
+
 def _list_item_span(text: str, start: int, end: int) -> tuple[int, int] | None:
     """The item's span without its marker when the line reads as a list item, else None."""
     m = _LIST_MARKER_RE.match(text[start:end])
     if m and not text[start:end].startswith("#"):
         start += m.end()
     item = text[start:end].strip()
-    if not item or item.startswith(("#", "|")) or ":" in item or item.endswith("?") or _MARKUP_RE.search(item):
+    # A time of day or a phone number is one value, not a label's colon or a table's cells:
+    # "800-367-5690 (Monday through Friday, 8:00 AM to 8:00 PM EST)" is an item.
+    plain = _TIME_OR_PHONE_RE.sub(" ", item)
+    if not item or item.startswith(("#", "|")) or ":" in plain or item.endswith("?") or _MARKUP_RE.search(item):
         return None  # a label line ("Contact us: ...") or a nested list's introduction ends the list
-    if len(re.findall(r"(?<![\w.])[$(]?\d[\d,.]*", item)) >= 2:
+    if len(re.findall(r"(?<![\w.])[$(]?\d[\d,.]*", plain)) >= 2:
         return None  # "Americas $ 37,784 $ 40,882 (8)%": the lines of a table, not items
     if len(item.split()) > _LIST_ITEM_MAX_WORDS or _continues_sentence(item):
         return None
@@ -365,6 +371,9 @@ _DANGLING = STOPWORDS | frozenset({"or", "and", "but", "nor", "to", "of", "for",
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("\u201c", "\u201d"))
 
 
+_STATES_VALUE_RE = re.compile(r"\b(?:is|are|was|were)\s+\$?\d[\d,.]*%?$")
+
+
 def unfit_reason(sentence: str) -> str | None:
     """Why ``sentence`` cannot be a claim, or None: markup, a question, a label, a fragment.
 
@@ -391,6 +400,8 @@ def unfit_reason(sentence: str) -> str | None:
         # Without a full stop only a list item that reads as a statement qualifies: long enough
         # and not a Title Case label ("Travel and Leave Policies", a link's text).
         caps = sum(1 for w in words if w[:1].isupper())
+        if len(words) >= 4 and _STATES_VALUE_RE.search(s):
+            return None  # "GSA's TWN Employer Code is 10536": a statement of a value, capitals or not
         if len(words) < 6 or caps >= 0.6 * len(words):
             return "label"
     return None
@@ -698,6 +709,24 @@ def row_fits_period(sentence: str, period_ends: Sequence[str], question: str) ->
     return False
 
 
+_PROSE_YTD_RE = re.compile(r"\bYTD\b|\byear[ -]to[ -]date\b|\b(?:first\s+)?(?:six|nine)\s+months\b", re.I)
+_PROSE_QUARTER_RE = re.compile(
+    r"\bQ[1-4]\s+(?:FY)?\s*(?:19|20)\d{2}\b|\b(?:first|second|third|fourth)\s+quarter\b|\bthree\s+months\b", re.I
+)
+
+
+def prose_fits_span(sentence: str, question: str) -> bool | None:
+    """For a filing's prose: whether it is about the span asked (the quarter, or the six or nine months to
+    date); None when it names neither. "Notebook revenue was $4.5 billion, up $95 million from Q3 2022"
+    states the quarter, not the nine months asked about."""
+    if _ANY_CELL_RE.search(sentence):
+        return None  # a table row: row_fits_period decides
+    ytd, quarter = bool(_PROSE_YTD_RE.search(sentence)), bool(_PROSE_QUARTER_RE.search(sentence))
+    if ytd == quarter:
+        return None
+    return ytd if asked_span(question) in ("six", "nine") else quarter
+
+
 def _same_line_elsewhere(text: str, lead: str) -> bool:
     """Whether ``text`` is a statement row whose line name is the lead row's, less specific.
 
@@ -868,6 +897,8 @@ class ExtractiveWriter:
                 score *= self.qualified_factor
             if row_fits_period(c.text, plan.period_scope, plan.original) is False:
                 score *= self.other_span_factor
+            elif plan.period_scope and prose_fits_span(c.text, plan.original) is False:
+                score *= self.other_span_factor
             c.score = score + self.rank_prior / (c.rank + 1)
             qualified.append(c)
         if not qualified:
@@ -917,6 +948,8 @@ class ExtractiveWriter:
             heading: frozenset[str] = frozenset()
             spans = split_sentences(ev.text)
             lists = {u.intro[0]: u for u in group_list_blocks(ev.text, spans) if isinstance(u, ListBlock)}
+            # A list's items read as list items whether or not the renderer kept their markers.
+            items = {a for u in lists.values() for a, _b in u.items}
             for idx, (start, end) in enumerate(spans):
                 if start in lists:
                     # The list as one claim; its items are still read on their own below, where one
@@ -930,7 +963,7 @@ class ExtractiveWriter:
                     # "This division is made up of four teams:" states the count before listing them.
                     end = start + len(raw.rstrip().rstrip(":"))
                     raw = ev.text[start:end]
-                elif not _LIST_MARKER_RE.match(raw) or raw.startswith("#"):
+                elif (not _LIST_MARKER_RE.match(raw) or raw.startswith("#")) and start not in items:
                     labelled = label_line(raw)
                     if labelled is not None and not mentions_excluded(raw, exclude):
                         # The line is about its label: "Director - Star Vanamali" answers "who is the director".
@@ -952,7 +985,7 @@ class ExtractiveWriter:
                 if m and not raw.startswith("#"):
                     start += m.end()
                     raw = ev.text[start:end]
-                elif _is_fragment(raw) and not lead_in:
+                elif _is_fragment(raw) and not lead_in and start not in items:
                     rejected["fragment"] = rejected.get("fragment", 0) + 1
                     continue
                 if idx == 0 and ev.char_start > 0 and raw[:1].islower():

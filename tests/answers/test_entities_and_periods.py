@@ -91,6 +91,11 @@ def resolved(question: str, entities: tuple[str, ...]) -> dict[str, set[str]]:
         ("NVIDIA revenue in Q3 2023", "NVIDIA", {"2023-07-30"}),  # no fiscal Q3 2023 filing: calendar Q3
         ("NVIDIA revenue in Q3 FY2024", "NVIDIA", {"2023-10-29"}),
         ("NVIDIA's latest quarter", "NVIDIA", {"2023-10-29"}),
+        # Six- and nine-month spans are reported in the filing of the quarter they end with.
+        ("Apple net sales for the nine months ended July 1, 2023", "Apple", {"2023-07-01"}),
+        ("Apple share buybacks in the first nine months of fiscal 2023", "Apple", {"2023-07-01"}),
+        ("Apple net sales in the first half of fiscal 2023", "Apple", {"2023-04-01"}),
+        ("NVIDIA Gaming revenue for the first nine months of fiscal year 2024", "NVIDIA", {"2023-10-29"}),
     ],
 )
 def test_periods_resolve_against_what_the_documents_describe(question, entity, expected) -> None:

@@ -415,6 +415,40 @@ def test_a_catalogue_owner_answers_who_owns_a_service() -> None:
     assert texts == ["orders-worker: runtime Foo 3.4, owner fulfilment."]
 
 
+def test_a_filing_sentence_about_the_quarter_does_not_answer_for_the_nine_months() -> None:
+    evidence = [
+        make_evidence(
+            "intc",
+            "Notebook revenue was $4.5 billion, up $95 million from Q3 2022. "
+            "Notebook revenue was $11.8 billion, down $3.3 billion from YTD 2022.",
+        )
+    ]
+    plan = dataclasses.replace(
+        make_plan("What was notebook revenue for the nine months?"),
+        period_scope=("2023-09-30",),
+    )
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, evidence, max_claims=1)]
+
+    assert texts == ["Notebook revenue was $11.8 billion, down $3.3 billion from YTD 2022."]
+
+
+def test_contact_options_listed_without_markers_are_one_list_and_each_can_answer() -> None:
+    page = (
+        "If an approved party needs to verify your employment, they can contact TWN via the options below:\n\n"
+        "The Work Number website\n\n"
+        "800-367-5690 (Monday through Friday, 8:00 AM to 8:00 PM EST)\n\n"
+        "Email member@equifax.com\n\n"
+        "GSA's TWN Employer Code is 10536"
+    )
+    blocks = [u for u in group_list_blocks(page, split_sentences(page)) if isinstance(u, ListBlock)]
+    assert len(blocks) == 1 and len(blocks[0].items) == 4  # a phone number and times are one item
+
+    texts = [c.text for c in ExtractiveWriter().write(make_plan("What is GSA's TWN employer code?"),
+                                                      [make_evidence("twn", page)], max_claims=1)]  # fmt: skip
+    assert texts == ["GSA's TWN Employer Code is 10536"]
+
+
 def test_a_labelled_table_row_answers_a_number_question() -> None:
     filing = (
         "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n\n"

@@ -448,6 +448,13 @@ def test_a_claim_about_another_service_than_the_one_asked_does_not_answer() -> N
     assert check("Who owns the full-time orders-worker service?", worker).relevant
 
 
+def test_a_name_the_source_writes_by_its_initials_is_mentioned() -> None:
+    ev = make_evidence("twn", "GSA's TWN Employer Code is 10536")
+    result = verify_claim(claim(ev.text, ("twn", ev.text)), {"twn": ev},
+                          make_plan("What's GSA's employer code for The Work Number?"), authorised_ids={"twn"})  # fmt: skip
+    assert result.relevant, result.reasons
+
+
 def test_a_claim_about_another_version_than_the_one_asked_does_not_answer() -> None:
     ev = make_evidence("R18", "The subscription option lr_example_parallel_apply now defaults to on in ExampleDB 18.")
     c = claim(ev.text, ("R18", ev.text))
