@@ -31,7 +31,7 @@ import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.conf import settings
@@ -40,7 +40,9 @@ from django.core.cache import cache
 from answers import engine
 from answers.contracts import EvidenceRecord, to_jsonable
 from answers.lexicon import content_stems
+from answers.query_parser import parse_query
 from core.errors import ApiError
+from retrieval.entities import entity_by_name
 from retrieval.models import Document, IndexState
 from retrieval.permissions import PermissionContext
 
@@ -88,7 +90,7 @@ class ConversationState:
 class Resolution:
     is_followup: bool
     question: str
-    method: str  # "standalone" | "scope_swap" | "scope_append" | "measure_swap" | "anaphora"
+    method: str  # "standalone" | "scope_swap" | "scope_append" | "measure_swap" | "entity_swap" | "anaphora"
     new_terms: tuple[str, ...] = ()
 
 
@@ -149,6 +151,19 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def _swap_entity(base: str, fragment: str) -> str | None:
+    """ "What about Microsoft?" after "How much did Amazon spend on ...": the same question about the
+    other company (or product), when the fragment is nothing but that entity's name."""
+    asked = entity_by_name(re.sub(r"^(?:the\s+)?|(?:'s|’s)$", "", fragment.strip()))
+    if asked is None:
+        return None
+    for surface, canonical in parse_query(base, datetime.now(UTC)).entities:
+        known = entity_by_name(canonical)
+        if known is not None and known.kind == asked.kind and known.name != asked.name:
+            return re.sub(rf"(?<!\w){re.escape(surface)}(?!\w)", asked.name, base, count=1)
+    return None
+
+
 def resolve_followup(previous: ConversationState | None, text: str) -> Resolution:
     """Rewrite an elliptical or anaphoric follow-up into a standalone question.
 
@@ -168,6 +183,8 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     frag_words = _words(fragment)
     new_terms = tuple(sorted(set(content_stems(fragment)) - prev_stems - _PRONOUNS - _FILLER))
     starts_with_prep = bool(frag_words) and frag_words[0] in _PREPOSITIONS
+    if lead and (swapped := _swap_entity(base, fragment)) is not None:
+        return Resolution(True, swapped, "entity_swap", new_terms)
     if lead and (other := _OTHER_MEASURE.match(fragment)) and (slot := _MEASURE_SLOT.match(base)):
         question = f"{slot.group('head')}{other.group('attr')}{slot.group('tail') or ''}?"
         return Resolution(True, question, "measure_swap", new_terms)

@@ -39,3 +39,16 @@ def test_another_measure_of_the_same_company_and_period_swaps_only_the_measure()
 def test_a_follow_up_without_a_possessive_subject_is_still_appended() -> None:
     r = resolve_followup(after("How much paid parental leave do I get?"), "And its eligibility rules?")
     assert r.method == "scope_append"
+
+
+def test_another_company_asks_the_same_question_about_it() -> None:
+    r = resolve_followup(
+        after("How much did Amazon spend on sales and marketing in the quarter ended September 30, 2023?"),
+        "What about Microsoft?",
+    )
+    assert r.method == "entity_swap"
+    assert r.question == "How much did Microsoft spend on sales and marketing in the quarter ended September 30, 2023?"
+    r = resolve_followup(after("What was Apple's revenue in Q2 2023?"), "And NVIDIA?")
+    assert r.question == "What was NVIDIA's revenue in Q2 2023?"
+    # Not an entity of the catalogue: appended as before.
+    assert resolve_followup(after("What was Apple's revenue in Q2 2023?"), "What about Mars?").method == "scope_append"
