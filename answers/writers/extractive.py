@@ -453,13 +453,14 @@ def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
 
 # A date, a year or a named period is not the amount "how much" asks for: "the operating loss for the nine
 # months ended September 30, 2022 ... is primarily due to ..." states none.
+_MONTH_NAMES = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE_LIKE_RE = re.compile(
-    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{1,2}"
-    r"(?:st|nd|rd|th)?(?:,?\s+(?:19|20)\d{2})?\b|\b(?:Q[1-4]\s+)?(?:19|20)\d{2}\b|\bQ[1-4]\b"
+    rf"\b(?:{_MONTH_NAMES})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+(?:19|20)\d{{2}})?\b"
+    r"|\b(?:Q[1-4]\s+)?(?:19|20)\d{2}\b|\bQ[1-4]\b"
 )
 _DATE_SHAPE_RE = re.compile(
-    r"\b(?:19|20)\d{2}\b|\b(?:January|February|March|April|May|June|July|August|September|October|"
-    r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|\bday|\bweek|\bmonth"
+    rf"\b(?:19|20)\d{{2}}\b|\b(?:{_MONTH_NAMES}|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
+    r"|\bday|\bweek|\bmonth"
 )
 
 
