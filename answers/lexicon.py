@@ -381,9 +381,7 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "headcount": "headcount employees",
         "vacation": "vacation leave annual",
         # "Who owns orders-api?" is answered by a catalogue's "owner payments-platform".
-        "own": "own owner owners ownership",
-        "owns": "own owner owners ownership",
-        "owned": "own owner owners ownership",
+        "own": "own owner owners ownership",  # "owns" and "owned" stem to "own"
     }.items()
 }
 

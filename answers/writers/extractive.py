@@ -317,6 +317,14 @@ class _Candidate:
     quote: str = ""  # the verbatim span cited, when it is not the claim text itself (a rendered list)
     label: bool = False  # a "Label - value" line, scored by its label
 
+    @classmethod
+    def of(cls, ev: EvidenceRecord, rank: int, start: int, text: str, about: str, context: frozenset[str],
+           **extra: Any) -> _Candidate:  # fmt: skip
+        """A candidate scored by the words of ``about``: the sentence itself, a list's introduction, a label."""
+        return cls(rank=rank, evidence_id=ev.id, start=start, text=text, terms=frozenset(content_stems(about)),
+                   shape=frozenset(t.lower() for t in tokens(text)), context=context, title=ev.title or "",
+                   **extra)  # fmt: skip
+
 
 # A "Label - value" line of a roster or an index: "Director - Star Vanamali", "Play 5 - Document, document,
 # document". No full stop, so never a sentence, but it states its value as plainly as one.
@@ -968,14 +976,7 @@ class ExtractiveWriter:
                     labelled = label_line(raw)
                     if labelled is not None and not mentions_excluded(raw, exclude):
                         # The line is about its label: "Director - Star Vanamali" answers "who is the director".
-                        out.append(
-                            _Candidate(
-                                rank=rank, evidence_id=ev.id, start=start, text=raw,
-                                terms=frozenset(content_stems(labelled[0])),
-                                shape=frozenset(t.lower() for t in tokens(raw)),
-                                context=title_terms | heading, title=ev.title or "", label=True,
-                            )
-                        )  # fmt: skip
+                        out.append(_Candidate.of(ev, rank, start, raw, labelled[0], title_terms | heading, label=True))
                     if _is_fragment(raw):  # never a claim; a short one is the heading of what follows
                         if is_heading(raw):
                             heading = frozenset(content_stems(raw))
@@ -1010,18 +1011,7 @@ class ExtractiveWriter:
                     continue
                 if excluded_sentence(raw, exclude):
                     continue
-                out.append(
-                    _Candidate(
-                        rank=rank,
-                        evidence_id=ev.id,
-                        start=start,
-                        text=raw,
-                        terms=frozenset(content_stems(raw)),
-                        shape=frozenset(t.lower() for t in toks),
-                        context=title_terms | heading,
-                        title=ev.title or "",
-                    )
-                )
+                out.append(_Candidate.of(ev, rank, start, raw, raw, title_terms | heading))
         return out
 
     def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, exclude: Sequence[str], rank: int,
@@ -1038,19 +1028,9 @@ class ExtractiveWriter:
         if text is None or len(tokens(text)) < self.min_words:
             return None
         start, end = block.span
-        return _Candidate(
-            rank=rank,
-            evidence_id=ev.id,
-            start=start,
-            text=text,
-            # What the list is about is in its introduction: "Intended especially to capture: Paid Parental
-            # Leave; ..." does not answer "how much paid parental leave" because an item names it.
-            terms=frozenset(content_stems(intro)),
-            shape=frozenset(t.lower() for t in tokens(text)),
-            context=context,
-            title=ev.title or "",
-            quote=ev.text[start:end],
-        )
+        # What the list is about is in its introduction: "Intended especially to capture: Paid Parental
+        # Leave; ..." does not answer "how much paid parental leave" because an item names it.
+        return _Candidate.of(ev, rank, start, text, intro, context, quote=ev.text[start:end])
 
 
 __all__ = [
