@@ -40,6 +40,41 @@ _VALUE = re.compile(r"^(?:\(?\$?\(?[\d,]*\d(?:\.\d+)?\)?%?|—|–|-)$")
 # "Operating Income (Loss)" (Amazon's segment table; its rows would otherwise read "International: -$911").
 _SECTION_TITLE = re.compile(r"^[A-Z][A-Za-z&'’-]*(?: \(?[A-Za-z&'’-]+\)?){0,3}$")
 _UNIT_WORD = {"millions": "million", "thousands": "thousand", "billions": "billion"}
+# The sentence that introduces a notes table: "Stock-based compensation expense is as follows (in millions):",
+# "The components of inventories were as follows:", "... consisted of the following:". Its subject qualifies
+# the rows below, which otherwise read like the statement of operations' rows ("Sales and marketing: $1,111").
+_CAPTION = re.compile(
+    r"^(?P<subject>.+?),?\s+(?:(?:is|are|was|were)(?:\s+\w+)?\s+as\s+follows|consisted\s+of\s+the\s+following)\b",
+    re.IGNORECASE,
+)
+# NVIDIA: "Our Condensed Consolidated Statements of Income include stock-based compensation expense, net of
+# amounts allocated to inventory, as follows:".
+_CAPTION_INCLUDE = re.compile(r"\binclude[sd]?\s+(?P<subject>[^,:]+),[^:]*\bas\s+follows:$", re.I)
+_CAPTION_LEAD = re.compile(
+    r"^(?:the|our)\s+(?:(?:components|details|summary)\s+of\s+(?:the\s+|our\s+)?)?|^information\s+about\s+", re.I
+)
+_CAPTION_CUT = re.compile(
+    r",|\s+(?:recognized|recorded|included|during|for\s+the|as\s+of|in\s+our|by\s+each)\b|\s+information$", re.I
+)
+# "... the specialized markets we serve: Three Months Ended Nine Months Ended": the header starts in the prose.
+_GLUED_GROUPS = re.compile(r":\s+((?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended\s*)+)$")
+
+
+def _caption(paragraph: str) -> str:
+    """The subject of a table's introducing sentence, lower-cased first ("stock-based compensation expense"),
+    or "" when the paragraph does not introduce a table or the subject is not a short noun phrase."""
+    text = _GLUED_GROUPS.sub(":", paragraph.strip())
+    if not text.endswith(":"):
+        return ""
+    last = re.split(r"(?<=[.;])\s+", text)[-1]
+    match = _CAPTION.match(last) or _CAPTION_INCLUDE.search(last)
+    if not match:
+        return ""
+    subject = _CAPTION_LEAD.sub("", match.group("subject").strip())
+    subject = _CAPTION_CUT.split(subject, maxsplit=1)[0].strip()
+    if not subject or len(subject.split()) > 8 or re.search(r"\d", subject):
+        return ""
+    return _lower_first(subject)
 
 
 def _is_header(paragraph: str) -> bool:
@@ -211,6 +246,8 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
     section = ""  # what the rows below are qualified with
     measure = ""  # the "Net revenue:" line a segment title sits under
     title = ""  # a segment title under a measure ("Client Computing")
+    caption = ""  # the subject of the sentence that introduced the table, for rows without a section
+    fresh = False  # columns were just found and no row has used them yet
     # "... items in our Condensed Consolidated Statements of Income expressed as a percentage of revenue":
     # the table below prints percentages without the sign, so "$26.1" would misstate them.
     percent_table = False
@@ -218,13 +255,19 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
     pending.reverse()
     while pending:
         para = pending.pop()
-        unit_match = _UNIT.search(para) if len(para) < 200 else None
+        # A long paragraph can still end with a table's unit: "... Stock-based compensation expense is as
+        # follows (in millions):".
+        tail_start = 0 if len(para) < 200 else len(para) - 200 if para.endswith(":") else -1
+        unit_match = _UNIT.search(para, tail_start) if tail_start >= 0 else None
         if unit_match:
             unit, unit_note = _UNIT_WORD[unit_match.group(1).lower()], unit_match.group(2).lower()
             # Intel prints the groups first, then one paragraph holding the unit line, the dates and the
             # first row: "(In Millions, ...; Unaudited) Sep 30, 2023 Oct 1, 2022 ... Net revenue $ 14,158 ...".
             groups_before = header if header and not _MONTH_DAY.search(" ".join(header)) else []
+            # NVIDIA prints "(In millions)" below the dates: the header just read still labels the rows.
+            kept = columns if fresh else []
             columns, header, section, measure, title = [], [], "", "", ""
+            caption = _caption(para) or (caption if len(para) < 80 else "")
             close = para.find(")", unit_match.end() - 1)
             dates, rest = _header_prefix(para[close + 1 :]) if close != -1 else ("", "")
             found = _columns([*groups_before, dates]) if dates and _MONTH_DAY.search(dates) else []
@@ -244,19 +287,32 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
                     header = [*groups_before, dates]
                 elif lead and _is_header(lead) and _GROUP.search(lead):
                     header = [lead]
+            if kept and not header:
+                columns = kept
             out.append(para)
             continue
         if _is_header(para):
             header.append(para)
             found = _columns(header)
             if found:
-                columns = found
+                columns, fresh = found, True
             out.append(para)
             continue
         header = []
+        glued_groups = _GLUED_GROUPS.search(para)
+        if glued_groups:
+            columns, section, measure, title, fresh = [], "", "", "", False
+            caption = _caption(para)
+            header = [glued_groups.group(1).strip()]
+            out.append(para)
+            continue
         if len(para) > 150 and para.endswith(".") or para.startswith("See accompanying"):
-            columns, section, measure, title = [], "", "", ""  # prose: the table (and its header) has ended
+            columns, section, measure, title, caption, fresh = [], "", "", "", "", False  # prose: the table ended
             percent_table = bool(_PERCENT_TABLE.search(para))
+        elif para.isupper() and not para.endswith(":"):
+            caption = ""  # a statement's title ("CONDENSED CONSOLIDATED STATEMENTS OF INCOME")
+        elif para.endswith(":") and _caption(para):
+            caption = _caption(para)
         glued = _split_glued(para, len(columns)) if columns else None
         if glued:
             pending.extend(reversed(glued))  # each row goes through the rules below on its own
@@ -279,9 +335,11 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             out.append(para)
             continue
         label, values = row
-        context = f"{section} {label}".lower()
+        fresh = False
+        context = f"{section or caption} {label}".lower()
         per_share = "per share" in context and "shares used" not in context and "average shares" not in context
-        shares = not per_share and ("shares" in context or "share count" in context)
+        # NVIDIA's "Dilutive impact of outstanding equity awards" sits under "Denominator:" (shares).
+        shares = not per_share and ("shares" in context or "share count" in context or "denominator" in context)
         # "Year-over-year Percentage Growth (Decline):" and "Net Sales Mix:" rows hold percentages
         # printed without the sign; "$27" would misstate them.
         percent = (
@@ -308,8 +366,10 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             name = f"{label} ({title}, {_lower_first(measure)})"  # "Desktop (Client Computing, net revenue)"
         elif title:
             name = f"{label} ({_lower_first(measure)})"  # "Total Client Computing (net revenue)"
-        elif section and not is_total:
+        elif section and not is_total and section.lower() != label.lower():
             name = f"{label} ({_lower_first(section)})"
+        elif caption and not section and caption.split()[-1].lower() not in label.lower():
+            name = f"{label} ({caption})"  # "Sales and marketing (stock-based compensation expense)"
         if is_total and title:
             title = ""  # a segment's total closes the segment; the measure's rows go on
         elif is_total:

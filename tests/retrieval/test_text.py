@@ -683,3 +683,43 @@ def test_a_balance_sheet_header_that_starts_on_the_unit_line_labels_each_column_
         "September 24, 2022."
     )
     assert rendered[8].startswith("Term debt (financing activities): $97,041 million, April 1, 2023;")
+
+
+def test_it_qualifies_a_notes_tables_rows_with_the_sentence_that_introduces_the_table() -> None:
+    # Amazon's stock-based compensation table: its rows carry the income statement's line names, and the
+    # unit closes a long paragraph of prose.
+    amazon = ["Common shares outstanding plus shares underlying outstanding stock awards totaled 10.6 billion and "
+              "10.8 billion as of December 31, 2022 and September 30, 2023. These totals include all vested and "
+              "unvested stock awards outstanding. Stock-based compensation expense is as follows (in millions):",
+              "Three Months Ended", "September 30,", "Nine Months Ended", "September 30,", "2022 2023 2022 2023",
+              "Sales and marketing 1,128 1,111 2,783 3,407",
+              "Total stock-based compensation expense $ 5,556 $ 5,829 $ 14,160 $ 17,483"]  # fmt: skip
+    rendered = table_statements(amazon)
+    assert rendered[-2].startswith(
+        "Sales and marketing (stock-based compensation expense): $1,128 million, three months ended September 30, "
+        "2022; $1,111 million, three months ended September 30, 2023;"
+    )
+    assert rendered[-1].startswith("Total stock-based compensation expense: $5,556 million,")
+    # Prose ends the table: a later statement's rows are not qualified by the old caption.
+    after = [*amazon, "A later paragraph of prose that is long enough to end the table above, as the PDF reflow "
+             "prints every paragraph of the notes on its own line, with a full stop at its end.",
+             "(in millions)", "Three Months Ended", "September 30,", "2022 2023", "Sales and marketing 11,014 10,551"]  # fmt: skip
+    assert table_statements(after)[-1].startswith("Sales and marketing: $11,014 million,")
+
+
+def test_it_labels_a_table_whose_groups_end_the_prose_and_whose_unit_follows_the_dates() -> None:
+    # NVIDIA's revenue by market: "… we serve: Three Months Ended Nine Months Ended", the dates, the years,
+    # then "(In millions)".
+    nvidia = ["The following table summarizes information pertaining to our revenue by each of the specialized "
+              "markets we serve: Three Months Ended Nine Months Ended",
+              "October 29, October 30, October 29, October 30,", "2023 2022 2023 2022", "(In millions)", "Revenue:",
+              "Gaming 2,856 1,574 7,582 7,236"]  # fmt: skip
+    assert table_statements(nvidia)[-1] == (
+        "Gaming (revenue): $2,856 million, three months ended October 29, 2023; $1,574 million, three months ended "
+        "October 30, 2022; $7,582 million, nine months ended October 29, 2023; $7,236 million, nine months ended "
+        "October 30, 2022."
+    )
+    # The same unit line after rows of another table does not revive that table's header.
+    stale = ["(In millions)", "Three Months Ended September 30, 2023 2022", "Revenue 10 20", "(In millions)",
+             "Gaming 2,856 1,574"]  # fmt: skip
+    assert table_statements(stale)[-1] == "Gaming 2,856 1,574"
