@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.lexicon import attribute_synonyms, content_stems
+from answers.lexicon import asked_clause, attribute_synonyms, content_stems, earlier_turn_scale
 from answers.planning import plan_question
 from answers.writers.extractive import ExtractiveWriter, scoped_terms
 
@@ -55,14 +55,33 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
         entity_stems |= group
         groups.append(group)
     form = question_form_stems(plan.original)
-    groups += [
-        {t} | attribute_synonyms(t)
-        for t in dict.fromkeys(content_stems(plan.parsed.text or plan.original))
-        if t not in entity_stems and t not in form
-    ]
+    weights = [1.0] * len(groups)
+    text = plan.parsed.text or plan.original
+    last = asked_clause(text)
+    latest = set(content_stems(last)) if last != text else None
+    earlier: list[int] = []
+    for t in dict.fromkeys(content_stems(text)):
+        if t not in entity_stems and t not in form:
+            groups.append({t} | attribute_synonyms(t))
+            weights.append(1.0)
+            if latest is not None and t not in latest:
+                earlier.append(len(weights) - 1)
     if not groups or not quotes:
         return 0.0
-    return max(sum(1 for g in groups if g & (set(content_stems(q)) | bound)) / len(groups) for q in quotes)
+    stems = [set(content_stems(q)) | bound for q in quotes]
+    strength = max(sum(1 for g in groups if g & have) / len(groups) for have in stems)
+    if earlier:
+        # A resolved follow-up's earlier question only says what "that" is (answers/lexicon.asked_clause):
+        # a quote may answer the last question with few of the earlier one's words ("How much is that BART
+        # fare: I'm flying into SFO ... by public transit?"), or answer what "it" is ("When did it come out:
+        # What's the current major release ...?").  Either reading counts.
+        scale = earlier_turn_scale([w for i, w in enumerate(weights) if i not in earlier], [1.0] * len(earlier))
+        for i in earlier:
+            weights[i] = scale
+        total = sum(weights)
+        weighted = max(sum(w for g, w in zip(groups, weights, strict=True) if g & have) for have in stems) / total
+        strength = max(strength, weighted)
+    return strength
 
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

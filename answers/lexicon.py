@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 _QUOTE_MAP = str.maketrans(
     {
@@ -269,6 +270,8 @@ def stem(word: str) -> str:
             break
         if suffix == "ed" and w.endswith("eed"):
             break  # "need", "speed" are not past tenses
+        if suffix == "es" and not w.endswith(("sses", "xes", "zes", "ches", "shes")):
+            continue  # "fares", "notes", "names" lose only their "s", as "fare", "note", "name" keep theirs
         cand = w[: -len(suffix)] + repl
         if len(cand) >= 3:
             w = cand
@@ -292,13 +295,31 @@ _QUESTION_LEAD_RE = re.compile(
 )
 
 
+# In a resolved follow-up the earlier question only says what "that" is: where a question's words are weighed
+# (the extractive writer, the weak-evidence rule), its words together count at most this share of what the
+# last question's own words count.
+EARLIER_TURN_WEIGHT = 0.4
+
+
+def earlier_turn_scale(latest: Sequence[float], earlier: Sequence[float]) -> float:
+    """The factor for the earlier question's word weights (see EARLIER_TURN_WEIGHT); 1.0 when the last question
+    has no words of its own to weigh."""
+    own, before = sum(latest), sum(earlier)
+    if own <= 0 or before <= 0:
+        return 1.0
+    return min(1.0, EARLIER_TURN_WEIGHT * own / before)
+
+
 def asked_clause(question: str) -> str:
     """The question the user asked last in a resolved follow-up ("Can I take it intermittently: How much
     paid parental leave do I get?", answers/followups.py): its kind of answer (a yes/no, not an amount)
     comes from the first question; the second only supplies what "it" is. Anything else is returned whole.
     """
     head, sep, tail = question.partition(": ")
-    if sep and _QUESTION_LEAD_RE.match(head) and _QUESTION_LEAD_RE.match(tail):
+    if not sep or not _QUESTION_LEAD_RE.match(head):
+        return question
+    # The earlier question may open with a statement ("I'm flying into SFO ... What's the easiest way ...?").
+    if _QUESTION_LEAD_RE.match(tail) or (len(head.split()) <= 12 and tail.rstrip().endswith("?")):
         return head
     return question
 

@@ -168,6 +168,9 @@ _PLAIN_CUES: tuple[tuple[str, ...], ...] = (
     ("except",),
     ("without",),
 )
+# Who says what they do not use: "I'm not using X", "we don't use X" exclude X; "the sync is not using the
+# proxy" is a statement about the sync.
+_FIRST_PERSON = frozenset({"i", "i'm", "i’m", "im", "we", "we're", "we’re", "am", "are"})
 _CUE_WORDS = frozenset(w for cue in _CONTRASTIVE_CUES + _PLAIN_CUES for w in cue) | {"not"}
 # Skipped between a cue and its object: "not for the publisher side" excludes "publisher side".
 _LEADING_FILLERS = frozenset(
@@ -367,6 +370,13 @@ def _match_cue(items: list[_Item], i: int) -> tuple[int, bool] | None:
                 if cue == ("or", "not") and i > 0 and items[i - 1].text.casefold() == "whether":
                     continue
                 return len(cue), contrastive
+    words = [it.text.casefold() if it.kind == "word" else "" for it in items[max(0, i - 1) : i + 3]]
+    if i > 0 and words[0] in _FIRST_PERSON and words[1:3] == ["not", "using"]:
+        return 2, False  # "I'm not using a password manager like KeePassXC": what they do not use
+    if i > 0 and words[0] in _FIRST_PERSON and words[1:4] == ["do", "not", "use"]:
+        return 3, False
+    if i > 0 and words[0] in _FIRST_PERSON and words[1:3] in (["don't", "use"], ["don’t", "use"]):
+        return 2, False
     if items[i].kind == "word" and items[i].text.casefold() == "not":
         # A bare "not" only excludes at a clause start ("subscribers, not publishers",
         # "Not publishers: ..."); "replication is not ..." is ordinary negation.
@@ -454,6 +464,9 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
                 j += 1
             while target and target[-1].text.casefold() in _LEADING_FILLERS | {"of"}:
                 target.pop()
+            while len(target) > 1 and target[-1].text.casefold() == "like":
+                target.pop()  # "a password manager like KeePassXC": the example is excluded on its own, below
+                j -= 1
         if not target:
             # A cue with nothing to exclude carries no positive meaning, and left in
             # ``text`` it could bind to whatever becomes adjacent once operators and
@@ -493,6 +506,22 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
             scan.exclusions.append((more[0].start, " ".join(t.text for t in more)))
             end = more[-1].end
             j = k
+        if j + 1 < len(items) and items[j].kind == "word" and items[j].text.casefold() == "like":
+            # "not using a password manager like KeePassXC": the example named is excluded too.
+            k = j + 1
+            example: list[_Item] = []
+            while (
+                k < len(items)
+                and len(example) < 3
+                and items[k].kind == "word"
+                and items[k].text.casefold() not in _TERMINATORS | _CUE_WORDS
+            ):
+                example.append(items[k])
+                k += 1
+            if example:
+                scan.exclusions.append((example[0].start, " ".join(t.text for t in example)))
+                end = example[-1].end
+                j = k
         scan.removed.append((items[i].start, end))
         if contrastive:
             _add_scope(scan, items, i, excluded_words)

@@ -25,6 +25,7 @@ from answers.lexicon import (
     asked_clause,
     attribute_synonyms,
     content_stems,
+    earlier_turn_scale,
     normalise_ws,
     stem,
     token_spans,
@@ -316,6 +317,8 @@ class _Candidate:
     lexical: float = 0.0
     quote: str = ""  # the verbatim span cited, when it is not the claim text itself (a rendered list)
     label: bool = False  # a "Label - value" line, scored by its label
+    paired: bool = False  # a value read with the sentence before it ("BART fares are ... . SFO to ... is $8.65")
+    command: bool = False  # an instruction with the command it introduces
 
     @classmethod
     def of(cls, ev: EvidenceRecord, rank: int, start: int, text: str, about: str, context: frozenset[str],
@@ -324,6 +327,16 @@ class _Candidate:
         return cls(rank=rank, evidence_id=ev.id, start=start, text=text, terms=frozenset(content_stems(about)),
                    shape=frozenset(t.lower() for t in tokens(text)), context=context, title=ev.title or "",
                    **extra)  # fmt: skip
+
+
+# "In a terminal, enter this command:" above "git config --global gpg.format ssh" (the renderer keeps a code
+# block's line as a paragraph of its own).
+_COMMAND_INTRO_RE = re.compile(r"\b(?:command|commands|run|type|enter|execute|terminal)\b[^:]*:$", re.I)
+_COMMAND_LINE_RE = re.compile(r"^[a-z][\w.-]*(?: [^\s]+){1,14}$")
+
+
+def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+    return a.start < b.start + len(b.text) and b.start < a.start + len(a.text)
 
 
 # A "Label - value" line of a roster or an index: "Director - Star Vanamali", "Play 5 - Document, document,
@@ -610,6 +623,9 @@ _NEUTRAL_QUALIFIERS = frozenset(
         "twelve", "period", "company",
     )
 )  # fmt: skip
+# Words that name a table's grouping rather than narrow its measure: "(operating expenses)", "(revenue by
+# segment)".
+_GROUP_WORDS = frozenset(stem(w) for w in ("operating", "segment", "segments", "information"))
 _WORD_RE = re.compile(r"[^\W_]+")
 # The label of a row tables.py rendered: "Desktop (net revenue): $1,879 million, ...".
 _ROW_LABEL_RE = re.compile(r"^(?P<label>[^:;]{2,120}): ")
@@ -650,6 +666,10 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
             # narrow it ("Desktop (net revenue)" is one segment).  Asked by the line's name alone ("What
             # was research and development ..."), the line in its group is what was asked.
             unasked = {t for t in head_terms if t not in asked and t not in _NEUTRAL_QUALIFIERS}
+            # The group's own words can narrow its measure too: "(unearned revenue by segment)" is not the
+            # segment's revenue, "(stock-based compensation expense)" not the line's whole expense.
+            if {t for t in group_terms - _MEASURE_STEMS - _NEUTRAL_QUALIFIERS - _GROUP_WORDS if t not in asked}:
+                return True
             if "other" in head.lower().split() and "other" not in asked:
                 return True  # "All other (net revenue)": what is left after the named lines
             if group_terms & _MEASURE_STEMS & asked or (head_terms and not unasked):
@@ -862,6 +882,15 @@ class ExtractiveWriter:
         # Smoothed idf; a query term found in no sentence gets the largest weight, so missing it
         # lowers every sentence's coverage.
         idf = {t: math.log(1.0 + n / (df[t] if df[t] else 0.5)) for t in q_terms}
+        last = asked_clause(query)
+        if last != query:
+            latest = set(content_stems(last))
+            scale = earlier_turn_scale(
+                [idf[t] for t in q_terms if t in latest], [idf[t] for t in q_terms if t not in latest]
+            )
+            for t in q_terms:
+                if t not in latest:
+                    idf[t] *= scale
         idf_total = sum(idf.values())
         free = sum(idf[t] for t in q_terms if t in bound)
 
@@ -900,6 +929,8 @@ class ExtractiveWriter:
                 score = score + self.shape_bonus if names_something(c.text, asked) else score * self.nameless_factor
             elif wants and states_shape(wants, c.text):
                 score += self.shape_bonus  # "how much" is answered by a number, "when" by a date
+            if c.command:
+                score += self.shape_bonus  # the instruction with its command says how, not only what to do
             if sim is not None:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
             if unasked_qualifier(c.text, asked):  # computed again below for the chosen set; cheap
@@ -924,6 +955,8 @@ class ExtractiveWriter:
                 break
             if chosen and id(c) in narrow and id(chosen[0]) not in narrow:
                 continue
+            if any((c.paired or o.paired) and c.evidence_id == o.evidence_id and _overlaps(c, o) for o in chosen):
+                continue  # a sentence and the same sentence read with the one before it
             if chosen and _same_line_elsewhere(c.text, chosen[0].text):
                 continue  # the same line from another table (stock-based compensation): a second figure
             if any(_jaccard(c.shape, o.shape) > self.near_duplicate_jaccard for o in chosen):
@@ -967,6 +1000,9 @@ class ExtractiveWriter:
                     if listed is not None:
                         out.append(listed)
                 raw = ev.text[start:end]
+                command = self._command_candidate(ev, spans, idx, exclude, rank, title_terms | heading)
+                if command is not None:
+                    out.append(command)
                 lead_in = bool(_COUNTING_LEAD_IN_RE.search(raw)) and not raw.startswith("#")
                 if lead_in:
                     # "This division is made up of four teams:" states the count before listing them.
@@ -1012,7 +1048,55 @@ class ExtractiveWriter:
                 if excluded_sentence(raw, exclude):
                     continue
                 out.append(_Candidate.of(ev, rank, start, raw, raw, title_terms | heading))
+                paired = self._paired_candidate(ev, spans, idx, start, end, exclude, rank, title_terms | heading)
+                if paired is not None:
+                    out.append(paired)
         return out
+
+    def _command_candidate(self, ev: EvidenceRecord, spans: Sequence[tuple[int, int]], idx: int,
+                           exclude: Sequence[str], rank: int, context: frozenset[str]) -> _Candidate | None:  # fmt: skip
+        """An instruction that introduces a command on the line below, read as one claim with the command and
+        with the sentence before it in its paragraph: "Tell git to use SSH keys instead of GPG keys. In a
+        terminal, enter this command: git config --global gpg.format ssh"."""
+        start, end = spans[idx]
+        intro = ev.text[start:end]
+        if not intro.endswith(":") or not _COMMAND_INTRO_RE.search(intro) or idx + 1 >= len(spans):
+            return None
+        cmd_start, cmd_end = spans[idx + 1]
+        command = ev.text[cmd_start:cmd_end]
+        if "\n" not in ev.text[end:cmd_start] or not _COMMAND_LINE_RE.match(command):
+            return None
+        first = start
+        if idx > 0:
+            before_start, before_end = spans[idx - 1]
+            before = ev.text[before_start:before_end]
+            if "\n" not in ev.text[before_end:start] and before.endswith(".") and unfit_reason(before) is None:
+                first = before_start
+        text = normalise_ws(ev.text[first:cmd_end])
+        if is_instruction(text) or excluded_sentence(text, exclude) or len(tokens(text)) > self.max_words:
+            return None
+        return _Candidate.of(ev, rank, first, text, text, context, paired=True, command=True)
+
+    def _paired_candidate(self, ev: EvidenceRecord, spans: Sequence[tuple[int, int]], idx: int, start: int,
+                          end: int, exclude: Sequence[str], rank: int,
+                          context: frozenset[str]) -> _Candidate | None:  # fmt: skip
+        """A sentence stating a value, read with the sentence before it in its paragraph, when that one names
+        what the value is of and states no figure of its own: "BART fares are based on distance. SFO to Civic
+        Center Station is $8.65." answers "how much is the BART fare", which neither sentence does alone."""
+        raw = ev.text[start:end]
+        if idx == 0 or not re.search(r"\d", raw) or spans[idx - 1][1] > start:
+            return None
+        before_start, before_end = spans[idx - 1]
+        before = ev.text[before_start:before_end]
+        gap = ev.text[before_end:start]
+        if "\n" in gap or not before.rstrip().endswith(".") or re.search(r"\d", before) or _is_fragment(before):
+            return None
+        if len(tokens(before)) > 20 or unfit_reason(before) is not None or is_instruction(before):
+            return None
+        joined = ev.text[before_start:end]
+        if len(tokens(joined)) > self.max_words or excluded_sentence(joined, exclude):
+            return None
+        return _Candidate.of(ev, rank, before_start, joined, joined, context, paired=True)
 
     def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, exclude: Sequence[str], rank: int,
                         context: frozenset[str]) -> _Candidate | None:  # fmt: skip

@@ -27,3 +27,27 @@ def test_a_statement_has_no_question_form_words() -> None:
     assert question_form_stems(claim) == frozenset()
     plan = plan_question(claim, NOW)
     assert evidence_strength(plan, ["Supervisors rate employees after a probation."]) < 1.0
+
+
+def test_a_follow_up_is_covered_by_a_quote_that_answers_its_last_question() -> None:
+    resolved = (
+        "How much is that BART fare: I'm flying into SFO to visit the San Francisco office. What's the easiest way "
+        "to get there by public transit?"
+    )
+    plan = plan_question(resolved, NOW)
+    fare = "BART fares are based on distance. SFO to Civic Center Station is $8.65."
+    assert evidence_strength(plan, [fare]) >= 0.6
+    # Read as one question, the earlier turn's many words would make the fare look off-topic.
+    assert evidence_strength(plan_question(resolved.replace(":", "."), NOW), [fare]) < 0.45
+    # A quote about what "it" is still counts as before.
+    release = plan_question("When did it come out: What's the current major release of ExampleDB?", NOW)
+    assert evidence_strength(release, ["ExampleDB 18 is the current major release, released on 2025-09-25."]) >= 0.45
+
+
+def test_a_plural_and_its_singular_are_one_term() -> None:
+    from answers.lexicon import stem
+
+    for plural, singular in [("fares", "fare"), ("notes", "note"), ("names", "name"), ("cases", "case"),
+                             ("boxes", "box"), ("matches", "match"), ("classes", "class"), ("changes", "change")]:  # fmt: skip
+        assert stem(plural) == stem(singular), plural
+    assert stem("notes") != stem("not")

@@ -664,3 +664,65 @@ def test_latest_counts_as_covered_once_the_current_version_is_resolved() -> None
     assert not latest & scoped_terms(dataclasses.replace(plan, needs_current_version=True))
     resolved = dataclasses.replace(plan, needs_current_version=True, version_scope="18")
     assert latest <= scoped_terms(resolved)
+
+
+def test_a_table_groups_own_words_narrow_its_measure() -> None:
+    from answers.lexicon import content_stems
+    from answers.writers.extractive import unasked_qualifier
+
+    asked = frozenset(content_stems("revenue for Microsoft's More Personal Computing segment"))
+    assert unasked_qualifier(
+        "More Personal Computing (unearned revenue by segment): $3,684 million, December 31, 2022.", asked
+    )
+    assert not unasked_qualifier(
+        "More Personal Computing (revenue): $14,237 million, three months ended December 31, 2022.", asked
+    )
+    spent = frozenset(content_stems("How much did Amazon spend on sales and marketing"))
+    assert unasked_qualifier(
+        "Sales and marketing (stock-based compensation expense): $1,111 million, three months ended September 30, 2023.",
+        spent,
+    )
+
+
+def test_a_value_is_read_with_the_sentence_before_it_that_names_what_it_is() -> None:
+    page = make_evidence(
+        "San Francisco",
+        "SFMTA one-way fare is $2.25 with a 90-minute transfer. BART fares are based on distance. SFO to Civic "
+        "Center Station is $8.65; OAK to Civic Center Station is $10.05.",
+    )
+    claims = ExtractiveWriter().write(make_plan("How much is the BART fare from SFO?"), [page])
+    assert claims[0].text == (
+        "BART fares are based on distance. SFO to Civic Center Station is $8.65; OAK to Civic Center Station is $10.05."
+    )
+    assert quote_in_passage(claims[0].citations[0].quote, page.text)
+    # The value alone is not a second claim beside the pair.
+    assert all(c.text != "SFO to Civic Center Station is $8.65; OAK to Civic Center Station is $10.05." for c in claims)
+
+
+def test_a_command_is_read_with_the_instruction_that_introduces_it() -> None:
+    page = make_evidence(
+        "Git commit signing",
+        "Configure git to sign commits\n\nBy default, git uses a format called GPG for commit signing.\n\n"
+        "Tell git to use SSH keys instead of GPG keys. In a terminal, enter this command:\n\n"
+        "git config --global gpg.format ssh\n\nNext, tell git to sign your commits.",
+    )
+    claims = ExtractiveWriter().write(make_plan("How do I tell git to use an SSH key for signing?"), [page])
+    texts = [c.text for c in claims]
+    assert any(t.endswith("enter this command: git config --global gpg.format ssh") for t in texts), texts
+    command = next(c for c in claims if "gpg.format" in c.text)
+    assert quote_in_passage(command.citations[0].quote, page.text)
+
+
+def test_a_follow_ups_earlier_question_weighs_less_than_what_it_asks_now() -> None:
+    page = make_evidence(
+        "San Francisco",
+        "Public transit from SFO to the TTS San Francisco office is cheap, fairly quick, and convenient.\n\n"
+        "Take the AirTrain from your terminal of arrival to the SFO BART station.\n\n"
+        "BART fares are based on distance. SFO to Civic Center Station is $8.65.",
+    )
+    resolved = (
+        "How much is that BART fare: I'm flying into SFO to visit the San Francisco office. What's the easiest way "
+        "to get there by public transit?"
+    )
+    claims = ExtractiveWriter().write(make_plan(resolved), [page])
+    assert claims[0].text == "BART fares are based on distance. SFO to Civic Center Station is $8.65."

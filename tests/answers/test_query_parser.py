@@ -177,6 +177,13 @@ CASES = [
     ),
     Case("k8s ingress docs, not “service mesh”", exclude=("service mesh",), scope=("docs",)),
     Case(
+        "I'm not using a password manager like KeePassXC. Where should I save my signing key?",
+        exclude=("password manager", "KeePassXC"),
+    ),
+    Case("We don't use Slack. How do we share files with partners?", exclude=("Slack",)),
+    # A statement about something else's use is ordinary negation.
+    Case("Why is the nightly sync not using the proxy?"),
+    Case(
         "2023 Q4 revenue report, excluding forecasts",
         exclude=("forecasts",),
         time=(D(2023, 10, 1), D(2024, 1, 1)),

@@ -467,3 +467,21 @@ def test_a_claim_about_another_version_than_the_one_asked_does_not_answer() -> N
     # Dates, quarters and sections are not versions.
     dated = verify_claim(c, {"R18": ev}, make_plan("What changed on July 1, 2023 in Q2 2023?"), authorised_ids={"R18"})
     assert not any("version_not_mentioned" in r for r in dated.reasons)
+
+
+def test_a_follow_ups_claim_may_answer_its_last_question_alone() -> None:
+    # The page title names the office, as the handbook's "San Francisco" page does.
+    ev = make_evidence("San Francisco", "BART fares are based on distance. SFO to Civic Center Station is $8.65.")
+    resolved = ("How much is that BART fare: I'm flying into SFO to visit the San Francisco office. What's the "
+                "easiest way to get there by public transit?")  # fmt: skip
+    result = verify_claim(
+        claim(ev.text, ("San Francisco", ev.text)),
+        {"San Francisco": ev},
+        make_plan(resolved),
+        authorised_ids={"San Francisco"},
+    )
+    assert result.relevant, result.reasons
+    # The same words asked as one question demand more of its attribute words than the claim has.
+    whole = verify_claim(claim(ev.text, ("San Francisco", ev.text)), {"San Francisco": ev}, make_plan(resolved.replace(":", ".")),
+                         authorised_ids={"San Francisco"})  # fmt: skip
+    assert "not_relevant:attribute_not_addressed" in whole.reasons
