@@ -56,7 +56,7 @@ _GREW_BY = re.compile(
 # "Which company earned more net income: Apple in its quarter ended April 1, 2023, or Microsoft in its
 # quarter ended March 31, 2023?"
 _WHICH_COMPANY = re.compile(
-    rf"^which\s+(?:company|firm|one)\s+(?:earned|had|made|reported|posted|generated|booked)\s+{_DIR}\s+"
+    rf"^which\s+(?:company|firm|one)\s+(?:earned|had|made|reported|posted|generated|booked)\s+(?:the\s+)?{_DIR}\s+"
     r"(?P<measure>[^:?]+?)\s*:\s*(?P<a>.+?),?\s+or\s+(?P<b>[^?]+?)\s*\??$",
     re.I,
 )
@@ -68,6 +68,16 @@ _SHARE_OF = re.compile(
     r"(?P<ctx>\s+(?:in|for|during)\s+[^?]+?)?\s*\??$",
     re.I,
 )
+# "What share of NVIDIA's revenue came from Data Center in the quarter ended April 30, 2023?"
+_SHARE_CAME = re.compile(
+    r"^what\s+(?:share|percentage|percent|portion|proportion|fraction)\s+of\s+(?P<who>[^?]+?)(?:'s|’s)\s+"
+    r"(?P<b>[^?]+?)\s+(?:came|come|comes|was|were)\s+(?:from|in)\s+(?P<a>[^?]+?)"
+    rf"(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
+    re.I,
+)
+# "Which company had the higher net income: ... or ...? By how much?": the second question asks for the gap,
+# which the conclusion states anyway.
+_BY_HOW_MUCH_TAIL = re.compile(r"\?\s*(?:and\s+)?by\s+how\s+much\s*\??$", re.I)
 _POSSESSOR = re.compile(r"^(?P<who>.+?)(?:'s|’s|s')(?P<rest>(?:\s.*)?)$")
 _AMOUNT = re.compile(
     r"(?P<neg>-)?\$\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?:\s*(?P<unit>thousand|million|billion))?",
@@ -105,7 +115,7 @@ def _clean(s: str) -> str:
 
 def split_comparison(question: str) -> FigureComparison | None:
     """The two figures a comparison question asks about, or None when it is none of the forms below."""
-    q = _clean(question)
+    q = _BY_HOW_MUCH_TAIL.sub("?", _clean(question))
     if m := _WHICH.match(q):
         ctx = _clean(m.group("ctx"))
         a, b = _clean(m.group("a")), _clean(m.group("b"))
@@ -149,6 +159,15 @@ def split_comparison(question: str) -> FigureComparison | None:
             Part(_clean(f"What was {who}'s {b} {ctx}") + "?", b),
         )
         return FigureComparison("share", share, q)
+    if m := _SHARE_CAME.match(q):
+        who, ctx = _clean(m.group("who")), _clean(m.group("ctx") or "")
+        a, b = _clean(m.group("a")), _clean(m.group("b"))
+        measure = re.sub(r"^total\s+", "", b, flags=re.I)  # "Client Computing net revenue", not "... total ..."
+        came = (
+            Part(_clean(f"What was {who}'s {a} {measure} {ctx}") + "?", f"{a} {measure}"),
+            Part(_clean(f"What was {who}'s {b} {ctx}") + "?", b),
+        )
+        return FigureComparison("share", came, q)
     if m := _GREW_BY.match(q) or _GREW.match(q):
         a = _clean(m.group("a"))
         p1, p2 = _clean(m.group("p1")), _clean(m.group("p2"))

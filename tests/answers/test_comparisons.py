@@ -149,3 +149,34 @@ def test_a_statement_row_gives_the_amount_of_the_resolved_quarter_not_its_first_
     assert amount_for_period(row, (), "the September 2022 quarter") == first_amount("$20,538 million")
     assert amount_for_period(row, (), "the March 2022 quarter") is None
     assert amount_for_period("Revenue was $7.2 billion.", ("2022-09-30",)) is None
+
+
+def test_what_share_came_from_a_segment_divides_the_segment_by_the_total() -> None:
+    c = split_comparison("What share of NVIDIA's revenue came from Data Center in the quarter ended April 30, 2023?")
+    assert c is not None and c.kind == "share"
+    assert [p.question for p in c.parts] == [
+        "What was NVIDIA's Data Center revenue in the quarter ended April 30, 2023?",
+        "What was NVIDIA's revenue in the quarter ended April 30, 2023?",
+    ]
+    text = conclude(
+        c, first_amount("Data Center (revenue): $4,284 million"), first_amount("Total revenue: $7,192 million")
+    )
+    assert text == "Data Center revenue ($4,284 million) was 59.6% of revenue ($7,192 million)."
+    total = split_comparison(
+        "What share of Intel's total net revenue came from Client Computing in the quarter ended September 30, 2023?"
+    )
+    assert total is not None and total.parts[0].question.startswith("What was Intel's Client Computing net revenue")
+
+
+def test_which_company_had_the_higher_figure_and_by_how_much_is_one_comparison() -> None:
+    c = split_comparison(
+        "Which company had the higher net income: NVIDIA in its quarter ended July 30, 2023 or Intel in its quarter "
+        "ended July 1, 2023? By how much?"
+    )
+    assert c is not None and c.kind == "larger"
+    assert [p.question for p in c.parts] == [
+        "What was NVIDIA's net income in the quarter ended July 30, 2023?",
+        "What was Intel's net income in the quarter ended July 1, 2023?",
+    ]
+    text = conclude(c, first_amount("Net income: $6,188 million"), first_amount("Net income (loss): $1,473 million"))
+    assert text.endswith("by $4,715 million ($4.72 billion).")
