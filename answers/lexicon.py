@@ -403,6 +403,8 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "vacation": "vacation leave annual",
         # "Who owns orders-api?" is answered by a catalogue's "owner payments-platform".
         "own": "own owner owners ownership",  # "owns" and "owned" stem to "own"
+        # "Amazon's Rivian stake": a filing says "our equity investment in Rivian".
+        "stake": "stake investment investments holding",
     }.items()
 }
 

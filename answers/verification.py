@@ -90,7 +90,10 @@ _NOT_ATTRIBUTE = frozenset(
         "tell me us my our i you your we latest newest recent most current last previous prior preceding "
         "quarter quarters quarterly year years fiscal fy annual period report reported reports filing filings "
         "company company's compare compared comparison versus vs change changed q1 q2 q3 q4 first second third "
-        "fourth 10-q 10-k form please there any given need needs needed before use using"
+        "fourth 10-q 10-k form please there any given need needs needed before use using "
+    # "How big was it? I need this year's number, not the Q1 2022 one": words for the figure asked, not
+    # what it is a figure of.
+    "number numbers figure figures one ones big large size"
     )
 )  # fmt: skip
 

@@ -756,6 +756,18 @@ def prose_fits_span(sentence: str, question: str) -> bool | None:
     return ytd if asked_span(question) in ("six", "nine") else quarter
 
 
+def prose_fits_period(sentence: str, period_ends: Sequence[str], question: str) -> bool | None:
+    """For a filing's prose that dates itself ("Our income tax benefit for the three months ended March 31, 2022
+    was $1.4 billion"): whether one of the dates it names ends the period asked; None when it names none."""
+    if _ANY_CELL_RE.search(sentence):
+        return None  # a table row: row_fits_period decides
+    named = _wanted_ends([], sentence)
+    wanted = _wanted_ends(period_ends, question)
+    if not named or not wanted:
+        return None
+    return any(abs((d - w).days) <= 7 for d in named for w in wanted)
+
+
 def _same_line_elsewhere(text: str, lead: str) -> bool:
     """Whether ``text`` is a statement row whose line name is the lead row's, less specific.
 
@@ -937,7 +949,10 @@ class ExtractiveWriter:
                 score *= self.qualified_factor
             if row_fits_period(c.text, plan.period_scope, plan.original) is False:
                 score *= self.other_span_factor
-            elif plan.period_scope and prose_fits_span(c.text, plan.original) is False:
+            elif plan.period_scope and (
+                prose_fits_span(c.text, plan.original) is False
+                or prose_fits_period(c.text, plan.period_scope, plan.original) is False
+            ):
                 score *= self.other_span_factor
             c.score = score + self.rank_prior / (c.rank + 1)
             qualified.append(c)

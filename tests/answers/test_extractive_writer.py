@@ -726,3 +726,12 @@ def test_a_follow_ups_earlier_question_weighs_less_than_what_it_asks_now() -> No
     )
     claims = ExtractiveWriter().write(make_plan(resolved), [page])
     assert claims[0].text == "BART fares are based on distance. SFO to Civic Center Station is $8.65."
+
+
+def test_filing_prose_dated_to_another_period_than_the_one_asked_ranks_lower() -> None:
+    from answers.writers.extractive import prose_fits_period
+
+    prior = "Our income tax benefit for the three months ended March 31, 2022 was $1.4 billion."
+    assert prose_fits_period(prior, ["2023-03-31"], "What was the valuation loss in Q1 2023?") is False
+    assert prose_fits_period(prior.replace("2022", "2023"), ["2023-03-31"], "the loss in Q1 2023") is True
+    assert prose_fits_period("The loss was $467 million.", ["2023-03-31"], "the loss in Q1 2023") is None

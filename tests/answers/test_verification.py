@@ -485,3 +485,12 @@ def test_a_follow_ups_claim_may_answer_its_last_question_alone() -> None:
     whole = verify_claim(claim(ev.text, ("San Francisco", ev.text)), {"San Francisco": ev}, make_plan(resolved.replace(":", ".")),
                          authorised_ids={"San Francisco"})  # fmt: skip
     assert "not_relevant:attribute_not_addressed" in whole.reasons
+
+
+def test_words_for_the_figure_itself_are_not_what_the_question_asks_about() -> None:
+    text = ("Included in other income (expense), net is a valuation loss of $(467) million in Q1 2023 from our "
+            "equity investment in Rivian.")  # fmt: skip
+    ev = make_evidence("AMZN", text)
+    question = "How big was the valuation loss on the Rivian stake? I need this year's number, not last year's one."
+    result = verify_claim(claim(text, ("AMZN", text)), {"AMZN": ev}, make_plan(question), authorised_ids={"AMZN"})
+    assert result.relevant, result.reasons
