@@ -163,6 +163,10 @@ _PLAIN_CUES: tuple[tuple[str, ...], ...] = (
     ("not", "including"),
     ("except", "for"),
     ("other", "than"),
+    ("apart", "from"),
+    ("aside", "from"),
+    ("setting", "aside"),
+    ("leaving", "out"),
     ("excluding",),
     ("besides",),
     ("except",),
@@ -370,6 +374,9 @@ def _match_cue(items: list[_Item], i: int) -> tuple[int, bool] | None:
                 if cue == ("or", "not") and i > 0 and items[i - 1].text.casefold() == "whether":
                     continue
                 return len(cue), contrastive
+    here = [it.text.casefold() if it.kind == "word" else "" for it in items[i : i + 5]]
+    if here[:1] in (["leaving"], ["setting"], ["putting"]) and "aside" in here[2:5]:
+        return 1, False  # "Leaving Azure aside, how did server products do?"
     words = [it.text.casefold() if it.kind == "word" else "" for it in items[max(0, i - 1) : i + 3]]
     if i > 0 and words[0] in _FIRST_PERSON and words[1:3] == ["not", "using"]:
         return 2, False  # "I'm not using a password manager like KeePassXC": what they do not use
@@ -506,6 +513,8 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
             scan.exclusions.append((more[0].start, " ".join(t.text for t in more)))
             end = more[-1].end
             j = k
+        if j < len(items) and items[j].kind == "word" and items[j].text.casefold() == "aside":
+            end, j = items[j].end, j + 1  # "leaving Azure aside": the closing word goes with the cue
         if j + 1 < len(items) and items[j].kind == "word" and items[j].text.casefold() == "like":
             # "not using a password manager like KeePassXC": the example named is excluded too.
             k = j + 1

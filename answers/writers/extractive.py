@@ -443,6 +443,14 @@ def mentions_excluded(sentence: str, exclude: Sequence[str]) -> bool:
 # that set it aside in the source itself ("use funeral leave, not sick leave").
 _SET_ASIDE_BEFORE = frozenset({"and", "or", "nor", "not", "than", "except", "besides", "excluding", "unlike"})
 _COORDINATION_AFTER_RE = re.compile(r"\s*(?:,|(?:and|or|&)\b)", re.I)
+# "HR Links is separate from Tock", "Tock as well as HR Links": the source names the term beside another.
+_BESIDE_AFTER_RE = re.compile(
+    r"\s+(?:(?:is|are)\s+(?:separate|different|distinct)\s+from|as\s+well\s+as|in\s+addition\s+to|along\s+with)\b",
+    re.I,
+)
+_BESIDE_BEFORE_RE = re.compile(
+    r"\b(?:(?:separate|different|distinct)\s+from|as\s+well\s+as|in\s+addition\s+to|along\s+with)\s*$", re.I
+)
 _RELATIVE_AFTER_RE = re.compile(r",\s*(?:which|who|whom|whose|that|where)\b", re.I)
 
 
@@ -464,8 +472,11 @@ def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
                 continue
             before = spans[i - 1][2].lower() if i else ""
             after = text[spans[i + n - 1][1] :]
-            coordinated = before in _SET_ASIDE_BEFORE or (
-                _COORDINATION_AFTER_RE.match(after) is not None and not _RELATIVE_AFTER_RE.match(after)
+            coordinated = (
+                before in _SET_ASIDE_BEFORE
+                or (_COORDINATION_AFTER_RE.match(after) is not None and not _RELATIVE_AFTER_RE.match(after))
+                or _BESIDE_AFTER_RE.match(after) is not None
+                or _BESIDE_BEFORE_RE.search(text[: spans[i][0]]) is not None
             )
             if not coordinated or len(stems) == n:
                 return True

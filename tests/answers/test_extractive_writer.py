@@ -735,3 +735,12 @@ def test_filing_prose_dated_to_another_period_than_the_one_asked_ranks_lower() -
     assert prose_fits_period(prior, ["2023-03-31"], "What was the valuation loss in Q1 2023?") is False
     assert prose_fits_period(prior.replace("2022", "2023"), ["2023-03-31"], "the loss in Q1 2023") is True
     assert prose_fits_period("The loss was $467 million.", ["2023-03-31"], "the loss in Q1 2023") is None
+
+
+def test_a_sentence_that_names_the_excluded_term_beside_another_is_kept() -> None:
+    from answers.writers.extractive import excluded_sentence
+
+    # "Apart from HR Links, where else do I account for my time off?"
+    assert not excluded_sentence("HR Links is separate from Tock.", ["HR Links"])
+    assert not excluded_sentence("Record it in Tock as well as HR Links.", ["HR Links"])
+    assert excluded_sentence("Enter your hours in HR Links.", ["HR Links"])
