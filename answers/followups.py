@@ -156,11 +156,32 @@ def _swap_entity(base: str, fragment: str) -> str | None:
     other company (or product), when the fragment is nothing but that entity's name."""
     asked = entity_by_name(re.sub(r"^(?:the\s+)?|(?:'s|’s)$", "", fragment.strip()))
     if asked is None:
-        return None
+        return _swap_owned(base, fragment)
     for surface, canonical in parse_query(base, datetime.now(UTC)).entities:
         known = entity_by_name(canonical)
         if known is not None and known.kind == asked.kind and known.name != asked.name:
             return re.sub(rf"(?<!\w){re.escape(surface)}(?!\w)", asked.name, base, count=1)
+    return None
+
+
+_SAME_SPAN_RE = re.compile(r"\s+(?:in|for|during|over)\s+the\s+same\s+(?:quarter|period|year|time|months?)$", re.I)
+_OWNED_RE = re.compile(r"^(?:the\s+)?(?P<who>[^'’]+?)(?:'s|’s)\s+(?P<what>\S.*)$")
+
+
+def _swap_owned(base: str, fragment: str) -> str | None:
+    """ "And Microsoft's Intelligent Cloud segment in the same quarter?" after "How much operating income did
+    AWS generate in Q1 2023?": the other company's part takes the place of the one asked about, and the
+    question keeps its measure and period."""
+    frag = _SAME_SPAN_RE.sub("", fragment.strip())
+    m = _OWNED_RE.match(frag)
+    owner = entity_by_name(m.group("who").strip()) if m else None
+    if owner is None or owner.kind != "company":
+        return None
+    for surface, canonical in parse_query(base, datetime.now(UTC)).entities:
+        known = entity_by_name(canonical)
+        company = known.parent or known.name if known is not None else ""
+        if known is not None and company != owner.name:
+            return re.sub(rf"(?<!\w){re.escape(surface)}(?!\w)", frag, base, count=1)
     return None
 
 

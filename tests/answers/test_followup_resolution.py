@@ -52,3 +52,15 @@ def test_another_company_asks_the_same_question_about_it() -> None:
     assert r.question == "What was NVIDIA's revenue in Q2 2023?"
     # Not an entity of the catalogue: appended as before.
     assert resolve_followup(after("What was Apple's revenue in Q2 2023?"), "What about Mars?").method == "scope_append"
+
+
+def test_another_companys_segment_takes_the_place_of_the_one_asked_about() -> None:
+    r = resolve_followup(
+        after("How much operating income did AWS generate in Q1 2023?"),
+        "And Microsoft's Intelligent Cloud segment in the same quarter?",
+    )
+    assert r.method == "entity_swap"
+    assert r.question == "How much operating income did Microsoft's Intelligent Cloud segment generate in Q1 2023?"
+    # The same company's other part is not a swap of companies.
+    same = resolve_followup(after("How much operating income did AWS generate in Q1 2023?"), "And Amazon's stores?")
+    assert same.method != "entity_swap"
