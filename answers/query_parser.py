@@ -174,7 +174,7 @@ _PLAIN_CUES: tuple[tuple[str, ...], ...] = (
 )
 # Who says what they do not use: "I'm not using X", "we don't use X" exclude X; "the sync is not using the
 # proxy" is a statement about the sync.
-_FIRST_PERSON = frozenset({"i", "i'm", "i’m", "im", "we", "we're", "we’re", "am", "are"})
+_FIRST_PERSON = frozenset({"i", "i'm", "i’m", "im", "we", "we're", "we’re", "am"})
 _CUE_WORDS = frozenset(w for cue in _CONTRASTIVE_CUES + _PLAIN_CUES for w in cue) | {"not"}
 # Skipped between a cue and its object: "not for the publisher side" excludes "publisher side".
 _LEADING_FILLERS = frozenset(

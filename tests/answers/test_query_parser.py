@@ -187,6 +187,7 @@ CASES = [
     Case("I am leaving the office early; who approves it?"),
     # A statement about something else's use is ordinary negation.
     Case("Why is the nightly sync not using the proxy?"),
+    Case("Which tools are not using single sign-on yet?"),
     Case(
         "2023 Q4 revenue report, excluding forecasts",
         exclude=("forecasts",),
