@@ -55,17 +55,15 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
         entity_stems |= group
         groups.append(group)
     form = question_form_stems(plan.original)
-    weights = [1.0] * len(groups)
     text = plan.parsed.text or plan.original
     last = asked_clause(text)
     latest = set(content_stems(last)) if last != text else None
-    earlier: list[int] = []
+    earlier: set[int] = set()  # indexes of the groups only a resolved follow-up's earlier question asks for
     for t in dict.fromkeys(content_stems(text)):
         if t not in entity_stems and t not in form:
-            groups.append({t} | attribute_synonyms(t))
-            weights.append(1.0)
             if latest is not None and t not in latest:
-                earlier.append(len(weights) - 1)
+                earlier.add(len(groups))
+            groups.append({t} | attribute_synonyms(t))
     if not groups or not quotes:
         return 0.0
     stems = [set(content_stems(q)) | bound for q in quotes]
@@ -75,9 +73,8 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
         # a quote may answer the last question with few of the earlier one's words ("How much is that BART
         # fare: I'm flying into SFO ... by public transit?"), or answer what "it" is ("When did it come out:
         # What's the current major release ...?").  Either reading counts.
-        scale = earlier_turn_scale([w for i, w in enumerate(weights) if i not in earlier], [1.0] * len(earlier))
-        for i in earlier:
-            weights[i] = scale
+        scale = earlier_turn_scale([1.0] * (len(groups) - len(earlier)), [1.0] * len(earlier))
+        weights = [scale if i in earlier else 1.0 for i in range(len(groups))]
         total = sum(weights)
         weighted = max(sum(w for g, w in zip(groups, weights, strict=True) if g & have) for have in stems) / total
         strength = max(strength, weighted)

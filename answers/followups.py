@@ -165,7 +165,7 @@ def _swap_entity(base: str, fragment: str) -> str | None:
 
 
 _SAME_SPAN_RE = re.compile(r"\s+(?:in|for|during|over)\s+the\s+same\s+(?:quarter|period|year|time|months?)$", re.I)
-_OWNED_RE = re.compile(r"^(?:the\s+)?(?P<who>[^'’]+?)(?:'s|’s)\s+(?P<what>\S.*)$")
+_OWNED_RE = re.compile(r"^(?:the\s+)?(?P<who>[^'’]+?)(?:'s|’s)\s+\S")
 
 
 def _swap_owned(base: str, fragment: str) -> str | None:

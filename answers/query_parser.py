@@ -423,6 +423,20 @@ def _contrasts_two_nouns(items: list[_Item], i: int) -> bool:
     return (_plural_noun(prev.text) and _plural_noun(head)) or (len(run) > 1 and _fold(prev.text) == _fold(head))
 
 
+def _short_phrase(items: list[_Item], k: int) -> list[_Item]:
+    """Up to three words from ``k`` that a terminator or a cue does not end: one more excluded noun phrase."""
+    out: list[_Item] = []
+    while (
+        k < len(items)
+        and len(out) < 3
+        and items[k].kind == "word"
+        and items[k].text.casefold() not in _TERMINATORS | _CUE_WORDS
+    ):
+        out.append(items[k])
+        k += 1
+    return out
+
+
 def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
     i = 0
     while i < len(items):
@@ -501,15 +515,8 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
                 k += 1
             if items[k].kind != "word" or items[k].text.casefold() in _TERMINATORS | _LEADING_FILLERS | _CUE_WORDS:
                 break
-            more: list[_Item] = []
-            while (
-                k < len(items)
-                and len(more) < 3
-                and items[k].kind == "word"
-                and items[k].text.casefold() not in _TERMINATORS | _CUE_WORDS
-            ):
-                more.append(items[k])
-                k += 1
+            more = _short_phrase(items, k)
+            k += len(more)
             scan.exclusions.append((more[0].start, " ".join(t.text for t in more)))
             end = more[-1].end
             j = k
@@ -517,20 +524,11 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
             end, j = items[j].end, j + 1  # "leaving Azure aside": the closing word goes with the cue
         if j + 1 < len(items) and items[j].kind == "word" and items[j].text.casefold() == "like":
             # "not using a password manager like KeePassXC": the example named is excluded too.
-            k = j + 1
-            example: list[_Item] = []
-            while (
-                k < len(items)
-                and len(example) < 3
-                and items[k].kind == "word"
-                and items[k].text.casefold() not in _TERMINATORS | _CUE_WORDS
-            ):
-                example.append(items[k])
-                k += 1
+            example = _short_phrase(items, j + 1)
             if example:
                 scan.exclusions.append((example[0].start, " ".join(t.text for t in example)))
                 end = example[-1].end
-                j = k
+                j += 1 + len(example)
         scan.removed.append((items[i].start, end))
         if contrastive:
             _add_scope(scan, items, i, excluded_words)

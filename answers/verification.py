@@ -208,15 +208,15 @@ def attribute_terms(plan: QueryPlan) -> frozenset[str]:
     return frozenset(w for w in words if not is_number(w))
 
 
-def latest_attribute_terms(plan: QueryPlan) -> frozenset[str]:
-    """In a resolved follow-up, the attribute terms of its last question alone ("fare" of "How much is that
-    BART fare: I'm flying into SFO ... by public transit?"); empty for any other question."""
+def latest_attribute_terms(plan: QueryPlan, asked: frozenset[str]) -> frozenset[str]:
+    """In a resolved follow-up, those of the question's attribute terms ``asked`` that its last question uses
+    ("fare" of "How much is that BART fare: I'm flying into SFO ... by public transit?"); empty otherwise."""
     text = plan.parsed.text
     last = asked_clause(text)
     if last == text:
         return frozenset()
     latest = set(content_stems(last))
-    return frozenset(t for t in attribute_terms(plan) if t in latest)
+    return frozenset(t for t in asked if t in latest)
 
 
 _NAMED_VERSION_RE = re.compile(r"\b([A-Z][A-Za-z]*[A-Za-z])\s+v?(\d{1,3}(?:\.\d+){0,2})(?!\d|[.,]\d|\s*(?:%|percent))")
@@ -315,7 +315,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         have = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
         covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         # A follow-up's claim may address its last question alone: the earlier one only says what "that" is.
-        latest = latest_attribute_terms(plan)
+        latest = latest_attribute_terms(plan, asked)
         latest_covered = sum(1 for t in latest if ({t} | attribute_synonyms(t)) & have)
         if covered / len(asked) < MIN_ATTRIBUTE_COVERAGE and (
             not latest or latest_covered / len(latest) < MIN_ATTRIBUTE_COVERAGE

@@ -311,8 +311,8 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             percent_table = bool(_PERCENT_TABLE.search(para))
         elif para.isupper() and not para.endswith(":"):
             caption = ""  # a statement's title ("CONDENSED CONSOLIDATED STATEMENTS OF INCOME")
-        elif para.endswith(":") and _caption(para):
-            caption = _caption(para)
+        elif para.endswith(":") and (introduced := _caption(para)):
+            caption = introduced
         glued = _split_glued(para, len(columns)) if columns else None
         if glued:
             pending.extend(reversed(glued))  # each row goes through the rules below on its own
