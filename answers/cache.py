@@ -50,7 +50,7 @@ def cached_search(perm: PermissionContext, question: str, extra: engine.RequestF
     if hit is not None:
         hit["trace"]["cache"] = "hit"
         return hit
-    body = engine.run_search(perm, question, extra, limit=limit)
+    body = engine.run_search(perm, question, extra, limit=limit, plan=plan, state=state)
     ttl = ttl_for(plan)
     if ttl:
         stored = copy.deepcopy(body)

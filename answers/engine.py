@@ -497,7 +497,9 @@ def _as_of(state: IndexState | None) -> dict[str, str | None]:
     }
 
 
-def cache_key(perm: PermissionContext, plan: QueryPlan, state: IndexState | None, kind: str) -> str:
+def cache_key(perm: PermissionContext, plan: QueryPlan, state: IndexState | None, kind: str,
+              release: dict[str, Any] | None = None) -> str:  # fmt: skip
+    """``release``: the caller's ``release_identity()`` when it already has it (one writer lookup per request)."""
     material = {
         "kind": kind,
         "tenant": perm.tenant_id,
@@ -511,18 +513,21 @@ def cache_key(perm: PermissionContext, plan: QueryPlan, state: IndexState | None
         # same numbers, and must not meet entries a shared Redis kept from the old one.
         "content_as_of": state.content_as_of.isoformat() if state and state.content_as_of else None,
         "permissions_as_of": state.permissions_as_of.isoformat() if state and state.permissions_as_of else None,
-        "release": release_identity(),
+        "release": release if release is not None else release_identity(),
         "day": plan.as_of.date().isoformat(),  # relative dates ("last quarter") resolve per day
     }
     digest = hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
     return f"answer:{perm.tenant_id}:{perm.fingerprint}:{digest}"
 
 
-def run_search(perm: PermissionContext, question: str, extra: RequestFilters, *, limit: int = 20) -> dict[str, Any]:
-    as_of = datetime.now(UTC)
-    plan = build_plan(question, as_of, extra)
+def run_search(perm: PermissionContext, question: str, extra: RequestFilters, *, limit: int = 20,
+               plan: QueryPlan | None = None, state: IndexState | None = None) -> dict[str, Any]:  # fmt: skip
+    """``plan`` / ``state``: what the caller (the cache) already built and read for this request."""
+    if plan is None:
+        plan = build_plan(question, datetime.now(UTC), extra)
     r = retrieve(perm, plan, k=max(limit * 3, 30))
-    state = IndexState.objects.first()
+    if state is None:
+        state = IndexState.objects.first()
     return {
         "query": question,
         "plan": plan_json(plan),
@@ -736,14 +741,15 @@ def plan_stage(perm: PermissionContext, question: str, extra: RequestFilters,
             if plan.parsed.wants_latest
             else settings.CAIRN["ANSWER_CACHE_SECONDS"]
         )
+    # The tenant's writer and the release identity are read once: the cache key is made of the same release.
+    run.writer, writer_notes = _tenant_writer()
+    run.release = release_identity(run.writer)
     if run.ttl:
-        run.cache_key = cache_key(perm, plan, run.state, "answer")
+        run.cache_key = cache_key(perm, plan, run.state, "answer", release=run.release)
         run.cached = cache.get(run.cache_key)
         if run.cached is not None:
             run.cached["trace"]["cache"] = "hit"
             return run
-    run.writer, writer_notes = _tenant_writer()
-    run.release = release_identity(run.writer)
     run.tiers = tier_names()
     run.cache_state = "bypass" if run.reuse else "miss"
     run.trace = {"writer_notes": writer_notes}

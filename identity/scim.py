@@ -51,7 +51,7 @@ from scim2_models import User as ScimUser
 
 from retrieval.permissions import bump_acl_version
 from tenants.audit import do_record_audit_event
-from tenants.auth import TokenRejected, find_live_token
+from tenants.auth import TokenRejected, find_live_token, touch_token
 from tenants.context import require_tenant_id, tenant_context
 from tenants.models import ApiToken, Group, GroupMember, Membership, User
 from tenants.tokens import revoke_all_tokens_of
@@ -101,7 +101,7 @@ def _token_membership(request: HttpRequest) -> Membership | None:
         return None
     if token is None or token.scope != ApiToken.Scope.SCIM or not token.membership.is_admin:
         return None
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    touch_token(token)
     return token.membership
 
 

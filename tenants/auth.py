@@ -9,6 +9,7 @@ header, body or query parameter can name a tenant.  Views then run inside
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -66,6 +67,16 @@ def find_live_token(key: str) -> ApiToken | None:
     return token
 
 
+# "Last used" is shown to the minute; one write per minute per token instead of one per request.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def touch_token(token: ApiToken) -> None:
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+
+
 class TenantTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -83,7 +94,7 @@ class TenantTokenAuthentication(authentication.BaseAuthentication):
         # A SCIM provisioning token opens /scim/v2 only (tenants/scim.py), never the REST API.
         if token is None or token.scope == ApiToken.Scope.SCIM:
             raise exceptions.AuthenticationFailed("Invalid token.")
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        touch_token(token)
         return token.membership.user, principal_for_membership(token.membership, "token", token.scope)
 
     def authenticate_header(self, request: Request) -> str:

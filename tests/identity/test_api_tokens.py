@@ -147,3 +147,17 @@ def test_the_api_reference_page_is_served_locally_under_the_csp(cast) -> None:
     script = session(cast.bob).get("/api/v1/docs?script=")
     assert script.status_code == 200 and b"/api/v1/schema" in script.content
     assert Client().get("/api/v1/docs").status_code == 302
+
+
+def test_last_used_is_written_once_a_minute_not_on_every_request(cast) -> None:
+    key = personal_token(cast.bob, "read")
+    client = api(key)
+    assert client.get("/api/v1/search?q=plan").status_code == 200
+    first = ApiToken.objects.get(key_hash=ApiToken.hash_key(key)).last_used_at
+    assert first is not None
+    assert client.get("/api/v1/search?q=plan").status_code == 200
+    assert ApiToken.objects.get(key_hash=ApiToken.hash_key(key)).last_used_at == first
+    # A minute later the next request moves it on.
+    ApiToken.objects.filter(key_hash=ApiToken.hash_key(key)).update(last_used_at=first - timedelta(seconds=61))
+    assert client.get("/api/v1/search?q=plan").status_code == 200
+    assert ApiToken.objects.get(key_hash=ApiToken.hash_key(key)).last_used_at > first

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/load_soak.py: a few seconds of mixed traffic at concurrency 4, zero errors.
+"""Smoke test of benchmarks/load_soak.py: a 6 s sweep and a 4 s soak at concurrency 4, zero errors.
 
 No speed is asserted (speed belongs in the benchmark's JSON).  The generator runs as its own process
 against this session's services (DATABASE_URL / REDIS_URL from ``bin/cairn test``) with its own Celery
@@ -31,8 +31,8 @@ PRINCIPALS = {
 def test_it_serves_mixed_traffic_from_three_tenants_without_errors_or_foreign_results(tmp_path: Path) -> None:
     out = tmp_path / "load_soak.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load_soak", "--concurrency", "4", "--phase-seconds", "10",
-         "--warmup-requests-seconds", "0", "--soak-seconds", "5", "--soak-concurrency", "4",
+        [sys.executable, "-m", "benchmarks.load_soak", "--concurrency", "4", "--phase-seconds", "6",
+         "--warmup-requests-seconds", "0", "--soak-seconds", "4", "--soak-concurrency", "4",
          "--sample-seconds", "1", "--warmup-seconds", "0", "--docs-per-tenant", "10", "--pool-size", "60",
          "--no-plot", "--out", str(out)],
         cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=180,
