@@ -121,7 +121,7 @@ class QueryPlan:
     filters: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     # Added by the planning stage (answers/planning.py); defaults keep older callers working.
-    intent: str = "answer"  # answer | navigational | multi_hop | compare | current_version
+    intent: str = "answer"  # answer | navigational | multi_hop | compare | compound | current_version
     rewrites: tuple[RewriteRecord, ...] = ()
     enforced_as_filters: tuple[str, ...] = ()
     hops: tuple[Hop, ...] = ()

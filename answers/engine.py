@@ -46,9 +46,11 @@ from django.core.cache import cache
 from answers.abstention import evidence_strength
 from answers.actions import tier_names
 from answers.comparisons import amount_for_period, conclude, first_amount, split_comparison
+from answers.compound import split_compound
 from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
+    AbstentionReason,
     DraftClaim,
     EvidenceRecord,
     QueryPlan,
@@ -698,6 +700,7 @@ class AnswerRun:
     info: dict[str, Any] = field(default_factory=dict)
     chain: list[dict[str, Any]] | None = None
     conclusion: str | None = None
+    unanswered_parts: list[dict[str, str]] = field(default_factory=list)  # a compound question's parts
     # write + verify: in the order sent; identity, not claim id (a conflict may reuse an id)
     shown: list[ClaimOutcome] = field(default_factory=list)
     # conflicts
@@ -720,6 +723,15 @@ class AnswerRun:
     @property
     def compare(self) -> bool:
         return not self.reuse and self.plan.intent == "compare"
+
+    @property
+    def compound(self) -> bool:
+        return not self.reuse and self.plan.intent == "compound"
+
+    @property
+    def by_parts(self) -> bool:
+        """Each part (figure, hop, question) was answered and checked on its own question."""
+        return self.multi_hop or self.compare or self.compound
 
     @property
     def own_urls(self) -> dict[str, str]:
@@ -759,8 +771,9 @@ def plan_stage(perm: PermissionContext, question: str, extra: RequestFilters,
 def retrieve_stage(run: AnswerRun) -> None:
     """Hybrid search and rerank; for "latest", scope to the newest version and check the feed."""
     plan = run.plan
-    if run.reuse or run.compare:
-        # A comparison searches once per figure (compare_stage); a follow-up reuses the last turn's records.
+    if run.reuse or run.compare or run.compound:
+        # A comparison searches once per figure (compare_stage), a compound question once per part
+        # (compound_stage); a follow-up reuses the last turn's records.
         run.retrieval = Retrieval(chunks=[], trace={"reused_evidence": len(run.reused or []), "legs": {},
                                                     "collapsed_duplicates": 0, "notices": []})  # fmt: skip
         run.timings["retrieval"] = 0.0
@@ -836,8 +849,8 @@ def scope_stage(run: AnswerRun) -> None:
     searched again inside those documents only: the first search ranked the whole tenant, and of a
     200-page filing it may have kept a cover-page chunk and missed the statement row that answers.
     """
-    if run.compare:
-        return  # each figure is scoped to its own entity and period in compare_stage
+    if run.compare or run.compound:
+        return  # each figure (each part) is scoped to its own entity and period in its own run
     if run.reuse:
         run.plan, kept_records, run.scope_abstention, scope_trace = apply_scope(run.perm, run.plan,
                                                                                 list(run.reused or []))  # fmt: skip
@@ -877,6 +890,8 @@ def evidence_stage(run: AnswerRun) -> None:
         run.mode = "results"
     elif run.compare:
         compare_stage(run)
+    elif run.compound:
+        compound_stage(run)
     elif run.multi_hop:
         perm = run.perm
         mh = run_multi_hop(
@@ -912,7 +927,7 @@ def _part_run(run: AnswerRun, question: str) -> AnswerRun:
     """One figure of a comparison, answered like a question of its own (retrieval, scoping, evidence,
     writing, verification and the abstention rules), with the parent's writer and permissions."""
     plan = build_plan(question, datetime.now(UTC), RequestFilters())
-    if plan.intent == "compare":
+    if plan.intent in ("compare", "compound"):
         plan = replace(plan, intent="answer")
     part = AnswerRun(perm=run.perm, question=question, plan=plan, state=run.state, reused=None)
     part.writer, part.release, part.tiers, part.trace = run.writer, run.release, run.tiers, {}
@@ -977,9 +992,58 @@ def compare_stage(run: AnswerRun) -> None:
     run.trace["comparison"] = {"kind": comparison.kind, "parts": parts_trace, "conclusion": run.conclusion}
 
 
+# Of each part of a compound question, the first kept claims released (the lead and one supporting claim).
+COMPOUND_CLAIMS_PER_PART = 2
+
+
+def compound_stage(run: AnswerRun) -> None:
+    """Answer each part of "What can I use …, and where do I get …?" as a question of its own; release
+    the parts that are supported and name the ones that are not."""
+    compound = split_compound(run.plan.original)
+    if compound is None:  # the planner said compound; fail closed like compare_stage
+        run.scope_abstention = Abstention("weak_evidence", "The parts of the question could not be told apart.")
+        return
+    parts_trace: list[dict[str, Any]] = []
+    seen_records: set[str] = set()
+    seen_docs: set[int] = set()
+    seen_texts: set[str] = set()
+    reasons: list[AbstentionReason] = []
+    strengths: list[float] = []
+    for spec in compound.parts:
+        part = _part_run(run, spec.question)
+        kept = part.released[:COMPOUND_CLAIMS_PER_PART] if part.abstention is None else []
+        run.records += [e for e in part.records if e.id not in seen_records]
+        seen_records.update(e.id for e in part.records)
+        run.results += [r for r in part.results if r.get("document_id") not in seen_docs]
+        seen_docs.update(int(r["document_id"]) for r in part.results if r.get("document_id") is not None)
+        if not kept:
+            reason = part.abstention.reason if part.abstention is not None else "weak_evidence"
+            reasons.append(reason)
+            run.unanswered_parts.append({"question": spec.clause, "reason": reason})
+        else:
+            strengths.append(part.strength)
+        for o in kept:
+            if o.text in seen_texts:
+                continue  # one passage answers both parts: say it once
+            seen_texts.add(o.text)
+            cid = f"c{len(run.outcomes) + 1}"
+            run.outcomes.append(replace(o, draft=replace(o.draft, id=cid),
+                                        verification=replace(o.verification, claim_id=cid)))  # fmt: skip
+        parts_trace.append({
+            "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
+            "claims": [o.text for o in kept],
+        })  # fmt: skip
+    run.info["drafted"] = len(run.outcomes)
+    run.info["part_strength"] = min(strengths) if strengths else 0.0
+    if not run.outcomes:
+        run.scope_abstention = Abstention(reasons[0] if reasons else "weak_evidence",
+                                          "No part of the question found a supported answer.")  # fmt: skip
+    run.trace["compound"] = {"parts": parts_trace, "unanswered": [p["question"] for p in run.unanswered_parts]}
+
+
 def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
     """Write and verify; each kept claim is sent once the answer clears the weak-evidence bar."""
-    if run.mode == "answer" and not run.multi_hop and not run.compare and run.records:
+    if run.mode == "answer" and not run.by_parts and run.records:
         own_urls = run.own_urls
         held: list[ClaimOutcome] = []
         best = 0.0
@@ -1000,8 +1064,8 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
 
 def conflict_stage(run: AnswerRun) -> None:
     """Conflicts between what survived and the other sources; new views are verified like any claim."""
-    if run.mode != "answer" or run.multi_hop or run.compare:
-        return  # two figures of a comparison differ by design
+    if run.mode != "answer" or run.by_parts:
+        return  # two figures of a comparison differ by design; a compound question's parts ask different things
     run.report = find_conflicts(run.plan, [o.draft for o in run.outcomes if o.kept], run.records)
     run.conflict = conflict_section(run.report)
     if run.report.pairs:
@@ -1018,10 +1082,14 @@ def abstain_stage(run: AnswerRun) -> None:
     if run.multi_hop or run.compare:
         # Each hop (each figure) already cleared the checks on its own question.
         run.strength = 1.0 if kept and run.conclusion else run.strength
+    if run.compound:
+        run.strength = float(run.info.get("part_strength", run.strength))
     if run.mode == "results":
         run.abstention = Abstention("navigational", "This looks like a request for a page: here are the results.")
     elif run.scope_abstention is not None:
         run.abstention = run.scope_abstention
+    elif run.compound:
+        run.abstention = None  # each part cleared the abstention rules on its own question (compound_stage)
     else:
         run.abstention = decide_abstention(
             evidence=run.records, drafted=int(run.info.get("drafted", 0)), outcomes=run.outcomes,
@@ -1085,6 +1153,7 @@ def response_stage(run: AnswerRun) -> dict[str, Any]:
             "removed_calls_to_action": sum(o.calls_to_action_removed for o in outcomes),
             "abstention": to_jsonable(abstention) if abstention else None,
             "conclusion": run.conclusion if abstention is None else None,
+            "unanswered_parts": run.unanswered_parts if abstention is None else [],
             "chain": run.chain,
             "evidence_strength": round(run.strength, 4),
             "sources": sources if abstention is None else [],

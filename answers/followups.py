@@ -29,9 +29,9 @@ import dataclasses
 import hashlib
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from django.conf import settings
@@ -151,12 +151,12 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def _swap_entity(base: str, fragment: str) -> str | None:
+def _swap_entity(base: str, fragment: str, period_scope: Sequence[str] = ()) -> str | None:
     """ "What about Microsoft?" after "How much did Amazon spend on ...": the same question about the
     other company (or product), when the fragment is nothing but that entity's name."""
     asked = entity_by_name(re.sub(r"^(?:the\s+)?|(?:'s|’s)$", "", fragment.strip()))
     if asked is None:
-        return _swap_owned(base, fragment)
+        return _swap_owned(base, fragment, period_scope)
     for surface, canonical in parse_query(base, datetime.now(UTC)).entities:
         known = entity_by_name(canonical)
         if known is not None and known.kind == asked.kind and known.name != asked.name:
@@ -168,11 +168,12 @@ _SAME_SPAN_RE = re.compile(r"\s+(?:in|for|during|over)\s+the\s+same\s+(?:quarter
 _OWNED_RE = re.compile(r"^(?:the\s+)?(?P<who>[^'’]+?)(?:'s|’s)\s+\S")
 
 
-def _swap_owned(base: str, fragment: str) -> str | None:
+def _swap_owned(base: str, fragment: str, period_scope: Sequence[str] = ()) -> str | None:
     """ "And Microsoft's Intelligent Cloud segment in the same quarter?" after "How much operating income did
     AWS generate in Q1 2023?": the other company's part takes the place of the one asked about, and the
     question keeps its measure and period."""
     frag = _SAME_SPAN_RE.sub("", fragment.strip())
+    same_span = frag != fragment.strip()
     m = _OWNED_RE.match(frag)
     owner = entity_by_name(m.group("who").strip()) if m else None
     if owner is None or owner.kind != "company":
@@ -181,8 +182,25 @@ def _swap_owned(base: str, fragment: str) -> str | None:
         known = entity_by_name(canonical)
         company = known.parent or known.name if known is not None else ""
         if known is not None and company != owner.name:
-            return re.sub(rf"(?<!\w){re.escape(surface)}(?!\w)", frag, base, count=1)
+            question = re.sub(rf"(?<!\w){re.escape(surface)}(?!\w)", frag, base, count=1)
+            return _same_calendar_quarter(question, period_scope) if same_span else question
     return None
+
+
+def _same_calendar_quarter(question: str, period_scope: Sequence[str]) -> str:
+    """ "The same quarter" of another company is the same months, not its quarter of the same name: AWS's
+    Q1 2023 ended March 31, 2023; Microsoft's fiscal Q1 2023 ended September 30, 2022.  The label the last
+    turn resolved becomes the date it resolved to."""
+    if len(period_scope) != 1:
+        return question
+    try:
+        end = date.fromisoformat(period_scope[0])
+    except ValueError:
+        return question
+    named = _ANCHOR_PERIOD.search(question)
+    if named is None or re.match(r"(?:the\s+)?(?:quarter|three\s+months|period)\s+ended", named.group(), re.I):
+        return question
+    return f"{question[: named.start()]}the quarter ended {end:%B} {end.day}, {end.year}{question[named.end() :]}"
 
 
 def resolve_followup(previous: ConversationState | None, text: str) -> Resolution:
@@ -204,7 +222,7 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     frag_words = _words(fragment)
     new_terms = tuple(sorted(set(content_stems(fragment)) - prev_stems - _PRONOUNS - _FILLER))
     starts_with_prep = bool(frag_words) and frag_words[0] in _PREPOSITIONS
-    if lead and (swapped := _swap_entity(base, fragment)) is not None:
+    if lead and (swapped := _swap_entity(base, fragment, previous.plan.get("period_scope") or ())) is not None:
         return Resolution(True, swapped, "entity_swap", new_terms)
     if lead and (other := _OTHER_MEASURE.match(fragment)) and (slot := _MEASURE_SLOT.match(base)):
         question = f"{slot.group('head')}{other.group('attr')}{slot.group('tail') or ''}?"
@@ -288,8 +306,6 @@ def _is_empty(extra: engine.RequestFilters) -> bool:
 
 
 def _filters_from(d: dict[str, Any]) -> engine.RequestFilters:
-    from datetime import date
-
     def _d(v: Any) -> Any:
         return date.fromisoformat(v) if isinstance(v, str) else v
 

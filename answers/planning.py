@@ -27,6 +27,7 @@ from datetime import date, datetime
 from typing import Any
 
 from answers.comparisons import split_comparison
+from answers.compound import split_compound
 from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
 from answers.lexicon import STOPWORDS
 from answers.models import EntityAlias
@@ -252,6 +253,8 @@ def plan_question(
         intent = "multi_hop"
     elif split_comparison(parsed.original) is not None:
         intent = "compare"  # two figures, each looked up on its own, compared in code (answers/comparisons.py)
+    elif split_compound(parsed.original) is not None:
+        intent = "compound"  # two or three questions joined by "and", each answered on its own (answers/compound.py)
     elif parsed.wants_latest:
         intent = "current_version"
 

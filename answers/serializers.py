@@ -73,10 +73,18 @@ class AbstentionSerializer(serializers.Serializer):
     message = serializers.CharField()
 
 
+class UnansweredPartSerializer(serializers.Serializer):
+    """A part of a compound question ("…, and where do I …?") that no supported claim answers."""
+
+    question = serializers.CharField()
+    reason = serializers.CharField()
+
+
 class AnswerBodySerializer(serializers.Serializer):
     claims = ClaimSerializer(many=True)
     dropped_claims = serializers.IntegerField()
     abstention = AbstentionSerializer(allow_null=True)
+    unanswered_parts = UnansweredPartSerializer(many=True)
 
 
 class ResultSerializer(serializers.Serializer):

@@ -179,6 +179,31 @@ _LEGALESE_RE = re.compile(
 )
 
 
+# "How much did X spend / earn / pay …?" asks for an amount; "how much did X grow" or a question that
+# names a share asks for a percentage.
+_HOW_MUCH_AMOUNT_RE = re.compile(r"\bhow\s+much\b", re.I)
+_ASKS_SHARE_RE = re.compile(
+    r"\b(?:percent|percentage|%|share|margin|rate|ratio|proportion|grow|grew|growth|change|changed|increase|"
+    r"increased|decrease|decreased|decline|declined|rise|rose|fall|fell|drop|dropped)\b|\bby\s+how\s+much\b"
+    r"|\bhow\s+much\s+of\b",
+    re.I,
+)
+_PERCENT_RE = re.compile(r"\d\s*(?:%|percent\b)", re.I)
+_AMOUNT_RE = re.compile(
+    r"[$€£]\s?\d|\b\d[\d,.]*\s*(?:million|billion|thousand|trillion|dollars|usd)\b|\b\d{1,3}(?:,\d{3})+\b", re.I
+)
+
+
+def asks_for_an_amount(question: str) -> bool:
+    clause = asked_clause(question)
+    return bool(_HOW_MUCH_AMOUNT_RE.search(clause)) and not _ASKS_SHARE_RE.search(clause)
+
+
+def states_only_a_share(claim_text: str) -> bool:
+    """A percentage and no amount: a growth row, not the figure."""
+    return bool(_PERCENT_RE.search(claim_text)) and not _AMOUNT_RE.search(claim_text)
+
+
 MIN_ATTRIBUTE_COVERAGE = 0.5  # share of the asked attribute's words (or synonyms) a claim must carry
 
 
@@ -273,7 +298,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     ``wrong_period:<id>`` (a filing about another period than the one resolved),
     ``product_not_mentioned:<name>``, ``attribute_not_addressed`` (none of the asked attribute's
     words, or their usual synonyms, in the claim, its quotes or the source title),
-    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing),
+    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing), ``share_for_an_amount``
+    (a how-much question answered with a percentage and no amount),
     ``version_not_mentioned:<name> <n>`` (the question names a version that neither the claim, its
     quotes nor the source's title or version label mention), ``identifier_not_mentioned:<name>`` (the
     same for a service or setting name such as "orders-api").
@@ -338,6 +364,9 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         reasons.append("boilerplate")
     if kind == "number" and not _HAS_NUMBER_RE.search(claim_text):
         reasons.append("no_number_for_how_much")
+    elif kind == "number" and asks_for_an_amount(plan.parsed.original) and states_only_a_share(claim_text):
+        # "How much did Amazon spend on sales and marketing …?" is not answered by the row's "-4%" growth.
+        reasons.append("share_for_an_amount")
     if kind == "date" and not _HAS_DATE_RE.search(claim_text):
         reasons.append("no_date_for_when")
     if kind == "person" and not names_someone(claim_text, plan.parsed.original):

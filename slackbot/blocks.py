@@ -74,6 +74,9 @@ def answer_blocks(response: Mapping[str, Any], *, trace_id: str, audience: str) 
         fallback = "No confident answer."
     else:
         body = "\n".join(f"• {line}" for line in lines)
+        if answer.get("conclusion"):  # computed in code from the cited figures, so labelled, not quoted
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": (
+                "*Computed from the cited sources:* " + escape_mrkdwn(str(answer["conclusion"])))[:2900]}})  # fmt: skip
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:2900]}})
         fallback = " ".join(escape_mrkdwn(c.get("text", "")) for c in answer.get("claims", []))[:2900]
     if order:
@@ -86,6 +89,10 @@ def answer_blocks(response: Mapping[str, Any], *, trace_id: str, audience: str) 
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": "*Sources*\n" + "\n".join(src_lines)[:2900]}]}
         )
+    unanswered = [escape_mrkdwn(str(p.get("question", ""))) for p in answer.get("unanswered_parts") or []]
+    if unanswered and not abstention:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": "*Not answered from your sources:* " + " · ".join(unanswered)[:2900]}]})  # fmt: skip
     dropped = answer.get("dropped_claims") or 0
     as_of = response.get("as_of") or {}
     note = (f"As of: content {_stamp(as_of.get('content'))}, permissions {_stamp(as_of.get('permissions'))}"

@@ -308,6 +308,11 @@
       this.notices.appendChild(el("p", { className: "notice removed", role: "note" },
         dropped + " claim" + (dropped === 1 ? " was" : "s were") + " removed because the sources did not support " + (dropped === 1 ? "it" : "them") + "."));
     }
+    // A compound question's parts without a supported answer are named, never silently dropped.
+    (answer.unanswered_parts || []).forEach(function (part) {
+      this.notices.appendChild(el("p", { className: "notice unanswered", role: "note" },
+        "Not answered from your sources: " + (part.question || "")));
+    }, this);
     this.renderConflicts(done.conflict || this.conflict);
     var abst = answer.abstention;
     if (abst) {
@@ -324,6 +329,14 @@
       this.renderResults(done.results || this.lastResults, "Ranked results you can read");
     } else {
       this.state.textContent = "Answer (each sentence quotes the source marked after it):";
+      // A comparison's or a multi-hop chain's conclusion is computed in code from the cited figures;
+      // it is labelled as such, because it is not itself a quote.
+      if (answer.conclusion) {
+        var conclusion = el("p", { className: "conclusion", role: "note" });
+        conclusion.appendChild(el("strong", null, "Computed from the cited sources: "));
+        conclusion.appendChild(el("span", null, answer.conclusion));
+        this.body.insertBefore(conclusion, this.claimList);
+      }
     }
     if (followForm) followForm.hidden = false;
   };

@@ -173,3 +173,23 @@ def test_a_who_holds_this_role_question_needs_a_claim_that_names_somebody() -> N
     verdict = verify_claim(DraftClaim("c1", text, (Citation("B", text),)), {"B": replace(vague, text=text)},
                            approves, authorised_ids={"B"})  # fmt: skip
     assert "not_relevant:no_name_for_who" not in verdict.reasons
+
+
+def test_a_growth_percentage_does_not_answer_how_much_was_spent_but_answers_how_much_it_grew() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    spent = plan_question("How much did the company spend on sales and marketing?", now)
+    grew = plan_question("By how much did sales and marketing spending grow?", now)
+    share = replace(ev("A", "Sales and marketing (Year-over-year Percentage Growth (Decline)): -4%, three months "
+                            "ended September 30, 2023"), title="Quarterly report")  # fmt: skip
+    amount = replace(ev("B", "Sales and marketing: $10,551 million, three months ended September 30, 2023"),
+                     title="Quarterly report")  # fmt: skip
+    evidence = {"A": share, "B": amount}
+
+    def reasons(eid: str, plan) -> tuple[str, ...]:
+        text = evidence[eid].text
+        return verify_claim(DraftClaim("c1", text, (Citation(eid, text),)), evidence, plan,
+                            authorised_ids=set(evidence)).reasons  # fmt: skip
+
+    assert "not_relevant:share_for_an_amount" in reasons("A", spent)
+    assert "not_relevant:share_for_an_amount" not in reasons("B", spent)
+    assert "not_relevant:share_for_an_amount" not in reasons("A", grew)

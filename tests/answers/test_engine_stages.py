@@ -345,3 +345,47 @@ def test_the_headings_above_a_quoted_sentence_count_towards_its_evidence_strengt
         "The subscription option parallel_apply now defaults to on for new subscriptions."
     ]
     assert body["trace"]["threshold"]["strength"] >= body["trace"]["threshold"]["weak_evidence"]
+
+
+# --------------------------------------------------------------------------- compound questions
+
+
+def test_a_compound_question_answers_each_part_from_its_own_page(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "signing", "title": "Signing your commits",
+         "text": "Save your git signing key in the 1Password vault named Engineering Keys."},
+        {"id": "badges", "title": "Building badges",
+         "text": "Pick up a replacement building badge at the security desk on the ground floor."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Where should I save my git signing key, and where do I pick up a replacement "
+                                   "building badge?")  # fmt: skip
+    assert body["plan"]["intent"] == "compound"
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    texts = [c["text"] for c in body["answer"]["claims"]]
+    assert any("Engineering Keys" in t for t in texts) and any("security desk" in t for t in texts)
+    assert [c["id"] for c in body["answer"]["claims"]] == [f"c{i}" for i in range(1, len(texts) + 1)]
+    assert body["answer"]["unanswered_parts"] == []
+    assert body["conflict"]["status"] == "none"  # two parts asking different things are not a conflict
+
+
+def test_a_compound_question_names_the_part_it_could_not_answer(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "signing", "title": "Signing your commits",
+         "text": "Save your git signing key in the 1Password vault named Engineering Keys."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Where should I save my git signing key, and which parking garage do visitors "
+                                   "use on weekends?")  # fmt: skip
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    assert all("Engineering Keys" in c["text"] for c in body["answer"]["claims"])
+    assert [p["question"] for p in body["answer"]["unanswered_parts"]] == [
+        "Which parking garage do visitors use on weekends?"]  # fmt: skip
+
+
+def test_a_compound_question_with_no_answered_part_abstains(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "lunch", "title": "Lunch menu", "text": "The cafeteria serves soup on Tuesdays."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Where should I save my git signing key, and which parking garage do "
+                                   "visitors use on weekends?")  # fmt: skip
+    assert body["answer"]["abstention"] is not None
+    assert body["answer"]["claims"] == [] and body["answer"]["unanswered_parts"] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from answers.followups import ConversationState, resolve_followup
 
 
@@ -64,3 +66,16 @@ def test_another_companys_segment_takes_the_place_of_the_one_asked_about() -> No
     # The same company's other part is not a swap of companies.
     same = resolve_followup(after("How much operating income did AWS generate in Q1 2023?"), "And Amazon's stores?")
     assert same.method != "entity_swap"
+
+
+def test_the_same_quarter_of_another_company_is_the_same_months_not_its_quarter_of_that_name() -> None:
+    # AWS's Q1 2023 ended March 31, 2023; Microsoft's fiscal Q1 2023 ended September 30, 2022.
+    last = dataclasses.replace(after("How much operating income did AWS generate in Q1 2023?"),
+                               plan={"period_scope": ["2023-03-31"]})  # fmt: skip
+    r = resolve_followup(last, "And Microsoft's Intelligent Cloud segment in the same quarter?")
+    assert r.question == (
+        "How much operating income did Microsoft's Intelligent Cloud segment generate in the quarter ended "
+        "March 31, 2023?"
+    )
+    # Without "the same quarter" the named quarter is kept as asked.
+    assert resolve_followup(last, "And Microsoft's Intelligent Cloud segment?").question.endswith("in Q1 2023?")

@@ -8,6 +8,7 @@ from urllib.parse import quote
 from playwright.sync_api import expect
 
 from tenants.context import tenant_context
+from tests.answers.helpers import add_docs
 from tests.browser import Org, login, shot
 
 
@@ -89,3 +90,32 @@ def test_it_says_so_when_nothing_readable_matches(web_server: str, page: Any, or
     expect(page.locator(".turn")).to_have_attribute("aria-busy", "false", timeout=60_000)
     expect(page.locator(".abstention, .empty").first).to_be_visible()
     assert page.locator(".claim").count() == 0
+
+
+def test_it_names_the_part_of_a_compound_question_it_could_not_answer(web_server: str, page: Any, org: Org) -> None:
+    login(page, web_server, org.member, org.passwords[org.member.username])
+    page.goto(web_server + "/?q=" + quote(
+        "How far ahead do employees book travel, and which parking garage do visitors use on weekends?"))  # fmt: skip
+    expect(page.locator(".turn")).to_have_attribute("aria-busy", "false", timeout=60_000)
+    expect(page.locator(".claim").first).to_contain_text("fourteen days")
+    expect(page.locator(".notice.unanswered")).to_have_text(
+        "Not answered from your sources: Which parking garage do visitors use on weekends?"
+    )
+    assert page.locator(".abstention").count() == 0
+    assert page.js_errors == []
+
+
+def test_it_shows_a_comparisons_computed_conclusion_labelled_above_the_cited_figures(web_server: str, page: Any,
+                                                                                     org: Org) -> None:  # fmt: skip
+    add_docs(org.tenant, "finance", 1, [
+        {"id": "lodging", "title": "Lodging budget", "text": "The lodging budget for the year is $1,250 million."},
+        {"id": "airfare", "title": "Airfare budget", "text": "The airfare budget for the year is $2,100 million."},
+    ])  # fmt: skip
+    login(page, web_server, org.member, org.passwords[org.member.username])
+    page.goto(web_server + "/?q=" + quote("Which is larger: the lodging budget or the airfare budget?"))
+    expect(page.locator(".turn")).to_have_attribute("aria-busy", "false", timeout=60_000)
+    expect(page.locator(".claim")).to_have_count(2)
+    expect(page.locator(".conclusion")).to_have_text(
+        "Computed from the cited sources: The airfare budget ($2,100 million) was larger than the lodging budget "
+        "($1,250 million), by $850 million.")  # fmt: skip
+    assert page.js_errors == []

@@ -262,6 +262,23 @@ def test_it_escapes_retrieved_text_so_it_cannot_ping_or_disguise_links() -> None
     assert "&lt;!channel&gt;" in text and "[1]" in text and "1 unsupported claim removed" in text
 
 
+def test_it_labels_a_computed_conclusion_and_names_a_compound_part_it_did_not_answer() -> None:
+    response = {
+        "answer": {"claims": [{"id": "c1", "text": "Save the key in the vault.",
+                               "citations": [{"evidence_id": "E1", "quote": "q"}]}], "dropped_claims": 0,
+                   "abstention": None, "conclusion": "B (2) was larger than A (1).",
+                   "unanswered_parts": [{"question": "Which garage do <!here> visitors use?", "reason": "weak_evidence"}]},
+        "evidence": [{"id": "E1", "title": "Keys", "canonical_url": "https://wiki/k", "source_system": "confluence",
+                      "container": "ENG", "updated_at": "2026-01-02T00:00:00+00:00"}],
+        "as_of": {},
+    }  # fmt: skip
+    _, blocks = answer_blocks(response, trace_id="t1", audience="x")
+    text = json.dumps(blocks)
+    assert "Not answered from your sources:* Which garage do &lt;!here&gt; visitors use?" in text
+    assert "<!here>" not in text
+    assert "*Computed from the cited sources:* B (2) was larger than A (1)." in text
+
+
 def test_it_throttles_a_user_who_asks_too_fast(workspace: Workspace, settings: Any) -> None:
     ws = workspace
     settings.CAIRN = {**settings.CAIRN, "SLACK_BOT_USER_PER_MINUTE": 1}

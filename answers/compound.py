@@ -1,0 +1,110 @@
+"""Conjunctive questions: "What can I use to get it right away, and where do I get the Tokencode?"
+
+Two questions joined by "and" are two lookups whose answers usually sit in different passages, often on
+different pages.  One search for both ranks passages that half-match each, and the extractive writer's
+lead sentence then answers one part at best.  ``split_compound`` cuts such a question into its parts;
+the engine answers each part as a question of its own (``engine.compound_stage``) and releases the parts
+that are supported, naming the ones that are not.
+
+Each part keeps what the asker said around it: the sentences before or after the question ("I only
+need Microsoft Office for a short while.") and a leading clause of the question sentence ("After
+applying for my GSA travel card, …").  A bare "it" in the second part stands for the first part's
+object when that object is a plain noun phrase ("Where should I save my git signing key, and what
+password should I give it?" → "What password should I give my git signing key?"); any other pronoun in
+a later part keeps the question whole unless a sentence around it says what the pronoun stands for.
+
+Deliberately conservative: only a question word after "and" starts a part ("… and how do I …",
+"…, and at which site …"), and both parts need two content words of their own, so an elliptic tail
+("…, and for how much?", "… and when?") stays one question: its answer is usually the same sentence.
+Everything here is deterministic string work; nothing is retrieved.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from answers.lexicon import content_stems
+
+__all__ = ["CompoundPart", "CompoundQuestion", "split_compound"]
+
+_WH = r"(?:what|what's|where|which|who|whom|whose|when|how|why)"
+_PREP = r"(?:at|in|on|for|from|to|with|by|through|via)"
+# "…, and where …", "… and how quickly …", "…, and at which site …"
+_JOIN = re.compile(rf",?\s+and\s+(?=(?:{_PREP}\s+)?{_WH}\b)", re.IGNORECASE)
+_FIRST_WH = re.compile(rf"\b{_WH}\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
+# The first part's object, for "it" in the second: "my git signing key", "the purchase request form".
+_OBJECT = re.compile(r"\b(?P<np>(?:my|our|your|the|a|an)\s+[\w-]+(?:\s+[\w-]+){0,3})\s*$", re.IGNORECASE)
+_IT = re.compile(r"\bit\b")
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|that|this|those|these)\b", re.I)
+MIN_PART_CONTENT_WORDS = 2
+MAX_PARTS = 3
+
+
+@dataclass(frozen=True)
+class CompoundPart:
+    question: str  # the part as a question of its own, with the asker's context
+    clause: str  # what the asker wrote for this part (named when it cannot be answered)
+
+
+@dataclass(frozen=True)
+class CompoundQuestion:
+    parts: tuple[CompoundPart, ...]
+    original: str
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _as_question(clause: str) -> str:
+    return clause.rstrip(" ,;:?.!") + "?"
+
+
+def split_compound(question: str) -> CompoundQuestion | None:
+    """The parts of a question that joins two or three questions with "and", or None."""
+    sentences = _sentences(question)
+    asked = [i for i, s in enumerate(sentences) if s.endswith("?")]
+    if len(asked) != 1:
+        return None  # none, or already several questions: each sentence is its own request
+    at = asked[0]
+    sentence = sentences[at]
+    pieces: list[str] = []
+    start = 0
+    for m in _JOIN.finditer(sentence):
+        pieces.append(sentence[start : m.start()])
+        start = m.end()
+    pieces.append(sentence[start:])
+    if len(pieces) < 2 or len(pieces) > MAX_PARTS:
+        return None
+    # A leading clause before the first question word is context for every part:
+    # "After applying for my travel card as a first-time traveler, what's the next step".
+    prefix = ""
+    first = _FIRST_WH.search(pieces[0])
+    if first is not None and first.start() > 0:
+        lead = pieces[0][: first.start()].rstrip()
+        if lead.endswith(","):
+            prefix, pieces[0] = lead + " ", pieces[0][first.start() :]
+    clauses = [p.strip(" ,;") for p in pieces]
+    if any(len(set(content_stems(c))) < MIN_PART_CONTENT_WORDS for c in clauses):
+        return None
+    before, after = sentences[:at], sentences[at + 1 :]
+    parts: list[CompoundPart] = []
+    obj = _OBJECT.search(clauses[0].rstrip(" ?"))
+    for i, clause in enumerate(clauses):
+        text = clause
+        if i > 0 and obj is not None and _IT.search(text) and not _IT.search(obj.group("np")):
+            text = _IT.sub(obj.group("np"), text, count=1)
+        if i > 0 and not before and not after and _PRONOUN.search(text):
+            # "What was Intel's total revenue in Q3 2022 and how did it change year over year?": "it" is the
+            # first part's figure, and no sentence around the question says what it is; asked alone, the
+            # second part would lose the company and the quarter.
+            return None
+        body = prefix + text if prefix else _capitalise(text)
+        parts.append(CompoundPart(" ".join([*before, _as_question(body), *after]), _as_question(_capitalise(clause))))
+    return CompoundQuestion(tuple(parts), question)

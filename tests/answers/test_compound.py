@@ -1,0 +1,61 @@
+"""Compound questions: two or three questions joined by "and", each answered on its own."""
+
+from __future__ import annotations
+
+from answers.compound import split_compound
+
+
+def test_two_questions_joined_by_and_become_one_question_per_part() -> None:
+    c = split_compound("What can I use to get the code right away, and where do I get the Tokencode?")
+    assert c is not None
+    assert [p.question for p in c.parts] == [
+        "What can I use to get the code right away?",
+        "Where do I get the Tokencode?",
+    ]
+
+
+def test_a_leading_clause_is_context_for_every_part() -> None:
+    c = split_compound(
+        "After applying for my GSA travel card as a first-time traveler, what is the next step, and where do I "
+        "get the Tokencode?"
+    )
+    assert c is not None
+    assert [p.question for p in c.parts] == [
+        "After applying for my GSA travel card as a first-time traveler, what is the next step?",
+        "After applying for my GSA travel card as a first-time traveler, where do I get the Tokencode?",
+    ]
+    # What is named when a part cannot be answered is what the asker wrote, without the shared clause.
+    assert [p.clause for p in c.parts] == ["What is the next step?", "Where do I get the Tokencode?"]
+
+
+def test_it_in_the_second_part_stands_for_the_first_parts_object() -> None:
+    c = split_compound("Where should I save my git signing key, and what password should I give it?")
+    assert c is not None
+    assert c.parts[1].question == "What password should I give my git signing key?"
+
+
+def test_the_sentences_around_the_question_travel_with_every_part() -> None:
+    c = split_compound(
+        "I only need Microsoft Office for a short while. Which license do I ask for, and where do I send the request?"
+    )
+    assert c is not None
+    assert all(p.question.startswith("I only need Microsoft Office for a short while. ") for p in c.parts)
+
+
+def test_an_elliptic_tail_stays_one_question() -> None:
+    assert split_compound("Who approves a travel request, and for how much?") is None
+    assert split_compound("What is Tock and how do I use it?") is None
+
+
+def test_a_question_without_a_question_word_after_and_is_not_split() -> None:
+    assert split_compound("What are the lodging and airfare budgets for the year?") is None
+    assert split_compound("What was Apple's revenue and net income in Q2 2023?") is None
+
+
+def test_several_question_sentences_are_left_alone() -> None:
+    assert split_compound("Where is the travel policy? And how do I book a flight, and where do I stay?") is None
+
+
+def test_a_later_part_that_leans_on_the_first_by_a_pronoun_stays_joined() -> None:
+    # Asked alone, "How did it change year over year?" would lose the company and the quarter.
+    assert split_compound("What was Intel's total revenue in Q3 2022 and how did it change year over year?") is None
