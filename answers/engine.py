@@ -940,6 +940,14 @@ def _part_run(run: AnswerRun, question: str) -> AnswerRun:
     return part
 
 
+def _add_part_evidence(run: AnswerRun, part: AnswerRun) -> None:
+    """A part's evidence and result list joins the parent's, each record and document once."""
+    have = {e.id for e in run.records}
+    run.records += [e for e in part.records if e.id not in have]
+    docs = {r["document_id"] for r in run.results if r.get("document_id") is not None}
+    run.results += [r for r in part.results if r.get("document_id") not in docs]
+
+
 def _names_its_part(part: AnswerRun, lead: ClaimOutcome, distinct: set[str]) -> bool:
     """The figure's claim (or its page title) names what tells this part from the other one; words the
     scoping stage bound on the source's metadata (the company, the period) count as named."""
@@ -958,8 +966,6 @@ def compare_stage(run: AnswerRun) -> None:
         return
     amounts = []
     parts_trace: list[dict[str, Any]] = []
-    seen_records: set[str] = set()
-    seen_docs: set[int] = set()
     others = [set(content_stems(p.label)) for p in reversed(comparison.parts)]
     for i, spec in enumerate(comparison.parts, start=1):
         part = _part_run(run, spec.question)
@@ -974,10 +980,7 @@ def compare_stage(run: AnswerRun) -> None:
             "claim": lead.text if lead else None, "amount": amount.text if amount else None,
             "period": part.plan.period_label or None,
         })  # fmt: skip
-        run.records += [e for e in part.records if e.id not in seen_records]
-        seen_records.update(e.id for e in part.records)
-        run.results += [r for r in part.results if r.get("document_id") not in seen_docs]
-        seen_docs.update(int(r["document_id"]) for r in part.results if r.get("document_id") is not None)
+        _add_part_evidence(run, part)
         if lead is None or amount is None:
             reason = part.abstention.reason if part.abstention is not None else "weak_evidence"
             run.scope_abstention = Abstention(reason, f"No supported figure was found for {spec.label}.")
@@ -1004,18 +1007,13 @@ def compound_stage(run: AnswerRun) -> None:
         run.scope_abstention = Abstention("weak_evidence", "The parts of the question could not be told apart.")
         return
     parts_trace: list[dict[str, Any]] = []
-    seen_records: set[str] = set()
-    seen_docs: set[int] = set()
     seen_texts: set[str] = set()
     reasons: list[AbstentionReason] = []
     strengths: list[float] = []
     for spec in compound.parts:
         part = _part_run(run, spec.question)
         kept = part.released[:COMPOUND_CLAIMS_PER_PART] if part.abstention is None else []
-        run.records += [e for e in part.records if e.id not in seen_records]
-        seen_records.update(e.id for e in part.records)
-        run.results += [r for r in part.results if r.get("document_id") not in seen_docs]
-        seen_docs.update(int(r["document_id"]) for r in part.results if r.get("document_id") is not None)
+        _add_part_evidence(run, part)
         if not kept:
             reason = part.abstention.reason if part.abstention is not None else "weak_evidence"
             reasons.append(reason)
