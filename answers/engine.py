@@ -65,7 +65,15 @@ from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
 from answers.sanitise import strip_unsupported_calls_to_action, strip_unsupported_links
-from answers.scoping import Scope, bind_chunks, bound_entities, resolve_periods, scope_abstention, unknown_entities
+from answers.scoping import (
+    Scope,
+    bind_chunks,
+    bound_entities,
+    product_parent,
+    resolve_periods,
+    scope_abstention,
+    unknown_entities,
+)
 from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
 from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, scoped_terms
@@ -283,7 +291,10 @@ def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> 
     scope = Scope(companies=companies, products=products)
     names: list[str] = []
     if parsed.periods and about_docs:
-        allowed, names, unresolved = resolve_periods(parsed.periods, about_docs, companies, parsed.text)
+        # A product named without its company ("AWS in Q1 2023") is asked in its company's calendar: the
+        # period resolves for that company only, not for every company that has a "Q1 2023".
+        owners = companies or tuple(dict.fromkeys(p for p in (product_parent(n) for n in products) if p))
+        allowed, names, unresolved = resolve_periods(parsed.periods, about_docs, owners, parsed.text)
         scope.period_ends, scope.unresolved_periods = allowed, tuple(unresolved)
         scope.period_label = "; ".join(names)
     scope.trace["periods_asked"] = ", ".join(p.label for p in parsed.periods)

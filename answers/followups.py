@@ -56,6 +56,8 @@ _LEAD = re.compile(
 )
 _PREPOSITIONS = ("for", "in", "on", "with", "without", "during", "from", "to", "at", "by", "under", "after",
                  "before")  # fmt: skip
+_LED_ANAPHORA_MAX_WORDS = 14
+_ASKS = re.compile(r"(?:how|what|when|where|which|who|why|can|could|do|does|did|is|are|should|will)\b", re.I)
 _PRONOUNS = frozenset({"it", "its", "that", "this", "those", "these", "they", "them", "their", "there", "one"})
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
 # Conversational filler that asks about the same evidence ("why?", "tell me more about that").
@@ -242,8 +244,15 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
                     refill = f"{fragment}, before {anchor.group().strip()}"
                 return Resolution(True, base[: m.start()] + refill + base[m.end() :], "scope_swap", new_terms)
         return Resolution(True, f"{base.rstrip('?.! ')} {fragment}?", "scope_append", new_terms)
-    if len(words) <= 8 and any(w in _PRONOUNS for w in words):
-        return Resolution(True, f"{text.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+    # "And how do I make it sign every commit by default?": a leading "and" says a longer question leans on
+    # the last one too.
+    if (len(words) <= 8 or (lead and len(words) <= _LED_ANAPHORA_MAX_WORDS)) and any(w in _PRONOUNS for w in words):
+        asked = text
+        if lead and _ASKS.match(text[lead.end() :]):
+            # "And how do I ...": without its "and" the question reads as the one asked last (lexicon.asked_clause).
+            asked = text[lead.end() :]
+            asked = asked[:1].upper() + asked[1:]
+        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
     return Resolution(False, text, "standalone")
 
 

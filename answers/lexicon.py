@@ -310,13 +310,17 @@ def earlier_turn_scale(latest: Sequence[float], earlier: Sequence[float]) -> flo
     return min(1.0, EARLIER_TURN_WEIGHT * own / before)
 
 
+# "And if I need to change it after the pay period has closed": a follow-up asked as a condition.
+_LED_CONDITION_RE = re.compile(r"\s*(?:(?:and|but|so|also)\s*,?\s+)?(?:what\s+)?if\b", re.I)
+
+
 def asked_clause(question: str) -> str:
     """The question the user asked last in a resolved follow-up ("Can I take it intermittently: How much
     paid parental leave do I get?", answers/followups.py): its kind of answer (a yes/no, not an amount)
     comes from the first question; the second only supplies what "it" is. Anything else is returned whole.
     """
     head, sep, tail = question.partition(": ")
-    if not sep or not _QUESTION_LEAD_RE.match(head):
+    if not sep or not (_QUESTION_LEAD_RE.match(head) or _LED_CONDITION_RE.match(head)):
         return question
     # The earlier question may open with a statement ("I'm flying into SFO ... What's the easiest way ...?").
     if _QUESTION_LEAD_RE.match(tail) or (len(head.split()) <= 12 and tail.rstrip().endswith("?")):
@@ -405,6 +409,10 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "own": "own owner owners ownership",  # "owns" and "owned" stem to "own"
         # "Amazon's Rivian stake": a filing says "our equity investment in Rivian".
         "stake": "stake investment investments holding",
+        # "How many shares did Apple buy back?": a filing says it "repurchased" them.
+        "buy": "buy bought repurchase repurchased repurchases buyback",
+        "bought": "bought buy repurchase repurchased repurchases buyback",
+        "buyback": "buyback repurchase repurchased repurchases",
     }.items()
 }
 

@@ -41,6 +41,7 @@ __all__ = [
     "bind_chunks",
     "bound_entities",
     "mentions",
+    "product_parent",
     "resolve_periods",
     "scope_abstention",
     "unknown_entities",
@@ -81,6 +82,12 @@ def bound_entities(parsed: ParsedQuery) -> tuple[tuple[str, ...], tuple[str, ...
         if e.name not in target:
             target.append(e.name)
     return tuple(companies), tuple(products)
+
+
+def product_parent(name: str) -> str:
+    """The company that makes a catalogued product ("AWS" -> "Amazon"); "" for anything else."""
+    e = entity_by_name(name)
+    return e.parent if e is not None and e.kind == "product" else ""
 
 
 def _surfaces(name: str) -> list[str]:

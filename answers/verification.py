@@ -103,6 +103,12 @@ _HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s
 
 
 _WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b", re.I)
+# "When I add that key to GitHub, which key type should I choose?": a clause saying when, then the question.
+_WHEN_CLAUSE_RE = re.compile(
+    r"^\s*when\s+(?:i|you|we|they|he|she|someone|people|my|our|your|a|an|the)\b[^,?]*,\s*"
+    r"(?:how|what|which|who|where|why|can|could|do|does|should|is|are|will|would|may|must)\b",
+    re.I,
+)
 
 
 # "Who is the director of TTS Outreach?": the answer is somebody, named (or reachable at an address).
@@ -211,7 +217,7 @@ def answer_type(question: str) -> str:
     """ "number" for how-much/how-many and amount questions, "date" for when-questions, "person" for
     who-holds-this-role questions, else ""."""
     question = asked_clause(question)
-    if _WHEN_RE.search(question):
+    if _WHEN_RE.search(question) and not _WHEN_CLAUSE_RE.match(question):
         return "date"
     if _WHO_ROLE_RE.search(question):
         return "person"
@@ -270,16 +276,22 @@ _NAMED_PHRASE_RE = re.compile(
 )
 
 
-def named_phrases(question: str) -> list[str]:
-    """Multi-word names in the question (after its first word); acronyms alone ("GSA IT") name nothing here."""
-    return [m.group(1) for m in _NAMED_PHRASE_RE.finditer(question) if not all(w.isupper() for w in m.group(1).split())]
-
-
 _NEGATED_BEFORE_RE = re.compile(
     r"\b(?:not|never|no|other than|except|besides|excluding|without|unlike|apart from)(?:\s+[\w'-]+){0,3}\s*$|n't"
     r"(?:\s+[\w'-]+){0,3}\s*$",
     re.I,
 )
+
+
+def named_phrases(question: str) -> list[str]:
+    """Multi-word names in the question (after its first word); acronyms alone ("GSA IT") name nothing here,
+    and neither does a name the question sets aside ("Apart from HR Links, where else ...?" is answered by a
+    source that need not mention HR Links)."""
+    return [
+        m.group(1)
+        for m in _NAMED_PHRASE_RE.finditer(question)
+        if not all(w.isupper() for w in m.group(1).split()) and not _NEGATED_BEFORE_RE.search(question[: m.start()])
+    ]
 
 
 def code_identifiers(question: str) -> list[str]:
@@ -323,7 +335,9 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
             reasons.append(f"product_not_mentioned:{product}")
     if cited:
         seen = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
-        for phrase in named_phrases(plan.parsed.original):
+        # The question asked last: in a resolved follow-up the earlier one only says what "that" is, and the
+        # answer it got (not the names it used) is what "that" stands for.
+        for phrase in named_phrases(asked_clause(plan.parsed.original)):
             # "the TTS Business Operations Division": a page about the Acquisition Division does not answer.
             words = set(content_stems(" ".join(w for w in phrase.split() if not w.isupper())))
             # Its initials name it too, as sources write it after the first use: "The Work Number (TWN)".

@@ -379,6 +379,19 @@ def is_heading(sentence: str) -> bool:
     return bool(s) and len(s) <= 80 and not _SENTENCE_END_RE.search(s) and not s.endswith((",", ";"))
 
 
+# Headings are short: in the handbook, lines without a full stop of nine words or more are list items whose
+# marker the renderer dropped ("Set the time limit to complete an order to 20 minutes"), not titles.
+STATEMENT_LINE_MIN_WORDS = 9
+
+
+def is_statement_line(sentence: str) -> bool:
+    """A line without a full stop that still reads as a statement: long, not a label, not markup."""
+    s = sentence.strip()
+    if s.startswith(("#", "|")) or _SENTENCE_END_RE.search(s):
+        return False
+    return len(s.split()) >= STATEMENT_LINE_MIN_WORDS and unfit_reason(s) is None
+
+
 # Raw source markup that must never reach a reader.  Text extraction renders it away at
 # ingestion; this is the writer's own guard for anything that slipped through (older chunks,
 # plain-text sources quoting markup).
@@ -1039,7 +1052,8 @@ class ExtractiveWriter:
                     if labelled is not None and not mentions_excluded(raw, exclude):
                         # The line is about its label: "Director - Star Vanamali" answers "who is the director".
                         out.append(_Candidate.of(ev, rank, start, raw, labelled[0], title_terms | heading, label=True))
-                    if _is_fragment(raw):  # never a claim; a short one is the heading of what follows
+                    if _is_fragment(raw) and not is_statement_line(raw):
+                        # Never a claim; a short one is the heading of what follows.
                         if is_heading(raw):
                             heading = frozenset(content_stems(raw))
                         rejected["fragment"] = rejected.get("fragment", 0) + 1
@@ -1049,7 +1063,7 @@ class ExtractiveWriter:
                 if m and not raw.startswith("#"):
                     start += m.end()
                     raw = ev.text[start:end]
-                elif _is_fragment(raw) and not lead_in and start not in items:
+                elif _is_fragment(raw) and not lead_in and start not in items and not is_statement_line(raw):
                     rejected["fragment"] = rejected.get("fragment", 0) + 1
                     continue
                 if idx == 0 and ev.char_start > 0 and raw[:1].islower():

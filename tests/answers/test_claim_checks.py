@@ -193,3 +193,39 @@ def test_a_growth_percentage_does_not_answer_how_much_was_spent_but_answers_how_
     assert "not_relevant:share_for_an_amount" in reasons("A", spent)
     assert "not_relevant:share_for_an_amount" not in reasons("B", spent)
     assert "not_relevant:share_for_an_amount" not in reasons("A", grew)
+
+
+def _reasons(question: str, text: str, title: str = "Handbook") -> tuple[str, ...]:
+    plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
+    evidence = {"A": replace(ev("A", text), title=title)}
+    return verify_claim(DraftClaim("c1", text, (Citation("A", text),)), evidence, plan, authorised_ids={"A"}).reasons
+
+
+def test_a_name_the_question_sets_aside_need_not_be_mentioned_by_the_answer() -> None:
+    tock = "Tock is where you account for every hour you work, including time off."
+    assert not [r for r in _reasons("Apart from HR Links, where else do I account for my time off?", tock)
+                if r.startswith("not_relevant")]  # fmt: skip
+    # Named without the "apart from", it is still demanded.
+    assert "not_relevant:name_not_mentioned:HR Links" in _reasons("Where in HR Links do I account for time off?", tock)
+
+
+def test_a_clause_saying_when_does_not_make_the_question_ask_for_a_date() -> None:
+    text = "Be sure to click the drop-down and select the signing key option instead."
+    assert "not_relevant:no_date_for_when" not in _reasons(
+        "When I add that key to GitHub, which key type should I choose in the drop-down?", text, "Git commit signing"
+    )
+    assert "not_relevant:no_date_for_when" in _reasons("When should I add the key to GitHub?", text, "Git signing")
+
+
+def test_a_resolved_follow_up_demands_only_the_names_of_the_question_asked_last() -> None:
+    text = "MAX has over 200,000 users, across 180 federal agencies, in all branches of government."
+    resolved = ("How widely is that used across government: Sharing my GSA Google Calendar with a partner agency "
+                "isn't working. What else can we try?")  # fmt: skip
+    assert not any(r.startswith("not_relevant:name_not_mentioned") for r in _reasons(resolved, text, "MAX.gov"))
+
+
+def test_shares_bought_back_are_the_shares_a_filing_says_were_repurchased() -> None:
+    text = "During the nine months ended July 1, 2023, the Company repurchased 365 million shares for $56.1 billion."
+    assert "not_relevant:attribute_not_addressed" not in _reasons(
+        "How many shares did the company buy back?", text, "10-Q"
+    )

@@ -170,6 +170,14 @@ def test_a_follow_up_about_the_previous_quarter_counts_back_from_the_period_the_
     assert alone["plan"]["period_scope"] == ["2023-04-01"]  # the quarter before the latest one
 
 
+def test_a_product_named_without_its_company_is_asked_in_that_companys_fiscal_calendar(acme) -> None:
+    # Apple's fiscal Q2 2023 ended April 1, 2023; Amazon's calendar Q2 2023 (June 30) is another company's.
+    body = ask(acme["token"], "What were iPhone net sales in Q2 2023?")
+
+    assert body["plan"]["period_scope"] == ["2023-04-01"]
+    assert body["plan"]["period_label"] == "Apple Q2 FY2023 (quarter ended 2023-04-01)"
+
+
 def test_an_updated_date_window_is_applied_only_when_the_user_asks_for_it(acme) -> None:
     body = ask(acme["token"], "What was Apple's revenue in Q2 2023? after:2026-06-01")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from answers.followups import ConversationState, resolve_followup
+from answers.lexicon import asked_clause
+from answers.verification import answer_type
 
 
 def after(question: str) -> ConversationState:
@@ -79,3 +81,30 @@ def test_the_same_quarter_of_another_company_is_the_same_months_not_its_quarter_
     )
     # Without "the same quarter" the named quarter is kept as asked.
     assert resolve_followup(last, "And Microsoft's Intelligent Cloud segment?").question.endswith("in Q1 2023?")
+
+
+def test_a_longer_follow_up_led_by_and_with_a_pronoun_leans_on_the_last_question() -> None:
+    r = resolve_followup(
+        after("How do I tell git to sign my commits with an SSH key instead of GPG?"),
+        "And how do I make it sign every commit by default?",
+    )
+    assert r.method == "anaphora"
+    assert r.question == (
+        "How do I make it sign every commit by default: How do I tell git to sign my commits with an SSH key "
+        "instead of GPG?"
+    )
+    # Without the lead, a question that long stands alone.
+    alone = resolve_followup(
+        after("How do I tell git to sign my commits?"), "How do I make it sign every commit by default?"
+    )
+    assert alone.method == "standalone"
+
+
+def test_a_follow_up_asked_as_a_condition_is_not_held_to_the_last_questions_kind_of_answer() -> None:
+    r = resolve_followup(
+        after("How many times am I allowed to resubmit my timesheet?"),
+        "And if I need to change it after the pay period has closed?",
+    )
+    assert r.method == "anaphora"
+    assert asked_clause(r.question) == "And if I need to change it after the pay period has closed"
+    assert answer_type(r.question) == ""  # not "number": the earlier "how many" only says what "it" is

@@ -1,4 +1,4 @@
-"""Worker crash drill (CI size): SIGKILL a real Celery worker 4 times while it ingests a seeded 200-event
+"""Worker crash drill (CI size): SIGKILL a real Celery worker 4 times while it ingests a seeded 120-event
 stream; the end state equals an uninterrupted run of the same stream in another tenant.
 
 The full drill (1,000 events, 20 kills) is ``python -m benchmarks.sigkill_drill``; see docs/benchmarks.md
@@ -66,8 +66,8 @@ def test_it_applies_the_create_an_acl_event_overtook_before_the_acl_so_the_newer
     assert process_ingest_event(cast.tenant_a.pk, create.pk) == "already-processed"
 
 
-def test_it_ends_exactly_like_an_uninterrupted_run_after_four_sigkills_over_200_events(tmp_path: Path) -> None:
-    report = run_drill(DrillConfig(events=200, kills=4, seed=11, log_dir=tmp_path))
+def test_it_ends_exactly_like_an_uninterrupted_run_after_four_sigkills_over_120_events(tmp_path: Path) -> None:
+    report = run_drill(DrillConfig(events=120, kills=4, seed=11, log_dir=tmp_path))
     assert report["kills"] == 4
     assert report["kills_with_event_in_flight"] >= 1  # the kills really landed mid-task
     assert report["redelivered_events"] >= 1  # and the killed events came back
