@@ -303,6 +303,10 @@ def code_identifiers(question: str) -> list[str]:
     return [name for start, name in identifier_spans(question) if not _NEGATED_BEFORE_RE.search(question[:start])]
 
 
+def titles_of(cited: Sequence[tuple[EvidenceRecord, str]]) -> str:
+    return " ".join(ev.title for ev, _q in cited)
+
+
 def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str]], plan: QueryPlan) -> list[str]:
     """Why a claim does not answer *this* question (empty when it does).
 
@@ -343,7 +347,10 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
             # Its initials name it too, as sources write it after the first use: "The Work Number (TWN)".
             initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
             named_by_initials = len(initials) >= 2 and re.search(rf"\b{initials}\b", said) is not None
-            if words and not words <= seen and not named_by_initials:
+            # Sources write some names run together: "HRLinks" for "HR Links".
+            joined = re.escape(phrase.replace(" ", ""))
+            named_joined = re.search(rf"\b{joined}\b", f"{said} {titles_of(cited)}", re.I) is not None
+            if words and not words <= seen and not named_by_initials and not named_joined:
                 reasons.append(f"name_not_mentioned:{phrase}")
     kind = answer_type(plan.parsed.original)
     # The attribute check applies where generic sentences win today: questions bound to an

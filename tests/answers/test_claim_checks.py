@@ -205,6 +205,11 @@ def test_a_name_the_question_sets_aside_need_not_be_mentioned_by_the_answer() ->
     tock = "Tock is where you account for every hour you work, including time off."
     assert not [r for r in _reasons("Apart from HR Links, where else do I account for my time off?", tock)
                 if r.startswith("not_relevant")]  # fmt: skip
+    # A name the source runs together is still that name.
+    fix = "You can stop sharing the self-assessment with your supervisor."
+    assert not any(r.startswith("not_relevant:name_not_mentioned") for r in _reasons(
+        "I shared my self-assessment in HR Links. What can I do?", fix, "Mid Year Performance Management HRLinks Steps"
+    ))  # fmt: skip
     # Named without the "apart from", it is still demanded.
     assert "not_relevant:name_not_mentioned:HR Links" in _reasons("Where in HR Links do I account for time off?", tock)
 
