@@ -39,7 +39,7 @@ from django.core.cache import cache
 
 from answers import engine
 from answers.contracts import EvidenceRecord, to_jsonable
-from answers.lexicon import content_stems
+from answers.lexicon import content_stems, starts_as_question
 from answers.query_parser import parse_query
 from core.errors import ApiError
 from retrieval.entities import entity_by_name
@@ -57,7 +57,6 @@ _LEAD = re.compile(
 _PREPOSITIONS = ("for", "in", "on", "with", "without", "during", "from", "to", "at", "by", "under", "after",
                  "before")  # fmt: skip
 _LED_ANAPHORA_MAX_WORDS = 14
-_ASKS = re.compile(r"(?:how|what|when|where|which|who|why|can|could|do|does|did|is|are|should|will)\b", re.I)
 _PRONOUNS = frozenset({"it", "its", "that", "this", "those", "these", "they", "them", "their", "there", "one"})
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
 # Conversational filler that asks about the same evidence ("why?", "tell me more about that").
@@ -248,7 +247,7 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     # the last one too.
     if (len(words) <= 8 or (lead and len(words) <= _LED_ANAPHORA_MAX_WORDS)) and any(w in _PRONOUNS for w in words):
         asked = text
-        if lead and _ASKS.match(text[lead.end() :]):
+        if lead and starts_as_question(text[lead.end() :]):
             # "And how do I ...": without its "and" the question reads as the one asked last (lexicon.asked_clause).
             asked = text[lead.end() :]
             asked = asked[:1].upper() + asked[1:]

@@ -310,6 +310,11 @@ def earlier_turn_scale(latest: Sequence[float], earlier: Sequence[float]) -> flo
     return min(1.0, EARLIER_TURN_WEIGHT * own / before)
 
 
+def starts_as_question(text: str) -> bool:
+    """True when ``text`` opens with a question word ("how", "what", "can", "should" ...)."""
+    return _QUESTION_LEAD_RE.match(text) is not None
+
+
 # "And if I need to change it after the pay period has closed": a follow-up asked as a condition.
 _LED_CONDITION_RE = re.compile(r"\s*(?:(?:and|but|so|also)\s*,?\s+)?(?:what\s+)?if\b", re.I)
 

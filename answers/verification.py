@@ -338,7 +338,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         if not mentions(said, product):
             reasons.append(f"product_not_mentioned:{product}")
     if cited:
-        seen = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
+        seen = set(content_stems(said + " " + titles_of(cited)))
         # The question asked last: in a resolved follow-up the earlier one only says what "that" is, and the
         # answer it got (not the names it used) is what "that" stands for.
         for phrase in named_phrases(asked_clause(plan.parsed.original)):
@@ -359,7 +359,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     targeted = bool(plan.entity_scope or plan.period_scope or products or kind)
     asked = attribute_terms(plan) if targeted else frozenset()
     if asked:
-        have = set(content_stems(said + " " + " ".join(ev.title for ev, _q in cited)))
+        have = set(content_stems(said + " " + titles_of(cited)))
         covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         # A follow-up's claim may address its last question alone: the earlier one only says what "that" is.
         latest = latest_attribute_terms(plan, asked)
