@@ -38,6 +38,11 @@ _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
 _OBJECT = re.compile(r"\b(?P<np>(?:my|our|your|the|a|an)\s+[\w-]+(?:\s+[\w-]+){0,3})\s*$", re.IGNORECASE)
 _IT = re.compile(r"\bit\b")
 _PRONOUN = re.compile(r"\b(?:it|its|they|them|their|that|this|those|these)\b", re.I)
+# "…, and what was the combined figure?": a later part about the first part's figures, not a lookup of its own.
+_REFERS_BACK = re.compile(
+    r"\b(?:combined|together|altogether|in\s+total|the\s+(?:figure|amount|number|total|sum|difference|gap))\b",
+    re.I,
+)
 MIN_PART_CONTENT_WORDS = 2
 MAX_PARTS = 3
 
@@ -100,6 +105,8 @@ def split_compound(question: str) -> CompoundQuestion | None:
         text = clause
         if i > 0 and obj is not None and _IT.search(text) and not _IT.search(obj.group("np")):
             text = _IT.sub(obj.group("np"), text, count=1)
+        if i > 0 and _REFERS_BACK.search(text):
+            return None  # asked alone, "what was the combined figure?" would lose the company and the quarter
         if i > 0 and not before and not after and _PRONOUN.search(text):
             # "What was Intel's total revenue in Q3 2022 and how did it change year over year?": "it" is the
             # first part's figure, and no sentence around the question says what it is; asked alone, the

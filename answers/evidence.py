@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.lexicon import attribute_synonyms, content_stems
+from answers.lexicon import attribute_synonyms, content_stems, content_stems_with_parts, says_sales, stem
 from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type, names_someone
 from answers.writers.extractive import (
@@ -39,6 +39,7 @@ from answers.writers.extractive import (
     row_label,
     scoped_terms,
     split_sentences,
+    states_the_set_aside_case,
     unasked_qualifier,
 )
 
@@ -92,12 +93,14 @@ SIMILARITY_WEIGHT = 0.4
 # A query term found only in the page title (or the chunk's heading) counts this share: the PPL page's
 # "You are entitled to 12 weeks of paid time off" never says "parental leave", its title does.
 TITLE_TERM_WEIGHT = 0.5
+_SALES = stem("sales")
 # For a how-much question, the extractive writer's factors: a sentence about a narrower measure keeps 0.7
 # of its score, a table row without the asked span and period 0.6; the row of the asked measure with the
 # asked period's cell gains 0.3.
 NARROWER_MEASURE_FACTOR = ExtractiveWriter.qualified_factor
 OTHER_SPAN_FACTOR = ExtractiveWriter.other_span_factor
 ASKED_ROW_FACTOR = 1.3
+SET_ASIDE_CASE_FACTOR = 1.3
 ANSWER_TYPE_BONUS = 0.25  # of the query's total idf weight: a number for "how much", a date for "when"
 _NUMBER_RE = re.compile(r"\$?\d[\d,.]*\s*(?:%|percent|million|billion|weeks?|days?|hours?|months?|years?)?", re.I)
 _DATE_RE = re.compile(
@@ -168,7 +171,10 @@ def narrow_to_answer_type(plan: QueryPlan, records: Sequence[EvidenceRecord]) ->
 def query_terms(plan: QueryPlan, extra_text: str = "") -> list[str]:
     parsed = plan.parsed
     terms = list(dict.fromkeys(content_stems(f"{parsed.text or parsed.original} {extra_text}")))
+    sales = says_sales(f"{parsed.text or parsed.original} {extra_text}")
     for t in list(terms):  # "revenue" is "net sales" in a filing
+        if t == _SALES and not sales:
+            continue  # "sales and marketing" asks about a cost line, not revenue
         terms.extend(x for x in sorted(attribute_synonyms(t)) if x not in terms)
     for _surface, canonical in parsed.entities:
         terms.extend(t for t in content_stems(canonical) if t not in terms)
@@ -253,8 +259,10 @@ def build_evidence(
                     # It is excluded only when every item is (the question excludes some of what it lists).
                     (s, e), parts = unit.span, [c.text[a:b] for a, b in (unit.intro, *unit.items)]
                     raw = c.text[s:e]
+                    # An item about the case without the term ("If you are not using a password manager, ...")
+                    # is not about the term.
                     excluded = mentions_excluded(parts[0], plan.parsed.exclude) or all(
-                        mentions_excluded(p, plan.parsed.exclude) for p in parts[1:]
+                        excluded_sentence(p, plan.parsed.exclude) for p in parts[1:]
                     )
                     instruction = any(is_instruction(p) for p in parts)
                 else:
@@ -266,7 +274,7 @@ def build_evidence(
                     # the rest of its chunk can still answer (the answer path does not drop whole chunks).
                     # One that names it among others ("your supervisor and the HR specialist") can answer.
                     excluded, instruction = excluded_sentence(raw, plan.parsed.exclude), is_instruction(raw)
-                out.append(_Sentence(c, s, e, frozenset(content_stems(raw)), instruction, excluded,
+                out.append(_Sentence(c, s, e, frozenset(content_stems_with_parts(raw)), instruction, excluded,
                                      heading=sub_heading))  # fmt: skip
         sentences[doc_id] = out
 
@@ -336,6 +344,8 @@ def build_evidence(
                 score += _answer_bonus(kind, raw, plan.parsed.original) * score
             if is_boilerplate(raw):
                 score *= BOILERPLATE_FACTOR
+            if score > 0 and plan.parsed.exclude and states_the_set_aside_case(raw, plan.parsed.exclude):
+                score *= SET_ASIDE_CASE_FACTOR  # "If you are not using a password manager" for "I'm not using one"
             if score > 0 and kind == "number":
                 # The statement row of the asked measure and period answers "what was X in the quarter";
                 # a narrower measure ("Other revenue", "Cost of revenue") or another span's row does not.

@@ -333,6 +333,25 @@ def asked_clause(question: str) -> str:
     return question
 
 
+_SENTENCE_END_RE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
+# "After I update it in HR Links, how long ...": a leading clause that says when, not what is asked.
+_LEADING_CONDITION_RE = re.compile(
+    r"^(?:after|before|once|when|whenever|if|since|because|now\s+that|while)\b[^,?]{3,100},\s*(?=\w)", re.I
+)
+
+
+def asked_sentence(question: str) -> str:
+    """What a question asks once the asker's situation is set aside: its last sentence that ends with "?"
+    without a leading condition ("My legal name changed. After I update it in HR Links, how long until the
+    change takes effect?" asks "how long until the change takes effect?"). The question itself when that
+    leaves too little."""
+    sentences = [x for x in _SENTENCE_END_RE.split(question.strip()) if x]
+    asked = [x for x in sentences if x.rstrip().endswith("?")]
+    last = asked[-1] if asked else (sentences[-1] if sentences else question)
+    core = _LEADING_CONDITION_RE.sub("", last, count=1)
+    return core if len(content_stems(core)) >= 2 else question
+
+
 # Parts of everyday hyphenated words ("mid-year", "full-time", "follow-up", "end-of-year"): a word made of
 # them is English, not the name of a service or a setting.
 _COMPOUND_PARTS = frozenset(
@@ -383,6 +402,16 @@ def content_stems(text: str) -> list[str]:
     return out
 
 
+def content_stems_with_parts(text: str) -> list[str]:
+    """``content_stems`` plus the parts of hyphenated words: a sentence that says "type
+    ~/.ssh/git-signing-key" is about the git signing key (the whole word stays a term too, for names such
+    as "orders-api")."""
+    out = content_stems(text)
+    for tok in [t for t in out if "-" in t and not is_number(t)]:
+        out.extend(content_stems(tok.replace("-", " ")))
+    return out
+
+
 _VERSION_PART_RE = re.compile(r"\d+|[a-z]+")
 
 
@@ -395,6 +424,22 @@ def version_key(label: str) -> tuple[tuple[int, int | str], ...]:
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 
 
+# "Sales and marketing", "sales tax": a cost line or a levy, not the revenue "sales" stands for alone.
+_SALES_MODIFIER_RE = re.compile(
+    r"\bsales\s+(?:and|&)\s+marketing\b|\bsales\s+(?:tax|taxes|team|teams|force|people)\b", re.I
+)
+
+
+def without_sales_modifiers(text: str) -> str:
+    """``text`` without the phrases in which "sales" names something other than revenue."""
+    return _SALES_MODIFIER_RE.sub(" ", text)
+
+
+def says_sales(text: str) -> bool:
+    """Whether ``text`` says "sales" meaning revenue ("net sales", "AWS sales"), not "sales and marketing"."""
+    return re.search(r"\bsales\b", without_sales_modifiers(text), re.I) is not None
+
+
 # An attribute and the words sources use for it (filings say "net sales", people say "revenue").
 _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
     stem(k): frozenset(content_stems(v))
@@ -405,6 +450,10 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "profit": "profit income earnings",
         "earnings": "earnings income profit",
         "income": "income earnings profit",
+        # "Did that segment make money?", "make or lose money at the operating level": a filing states an
+        # operating income or loss.
+        "money": "money income loss losses profit earnings",
+        "lose": "lose lost loss losses",
         # People ask what was spent; a statement names the line's expenses or costs.
         "spend": "spend spent spending expenses expense costs",
         "spent": "spent spend spending expenses expense costs",

@@ -29,7 +29,7 @@ from typing import Any
 from answers.comparisons import split_comparison
 from answers.compound import split_compound
 from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
-from answers.lexicon import STOPWORDS
+from answers.lexicon import STOPWORDS, without_sales_modifiers
 from answers.models import EntityAlias
 from answers.query_parser import constraints_enforced_as_filters, parse_query, validate_rewrite
 
@@ -90,10 +90,17 @@ _FILING_TERMS: dict[str, str] = {
 }  # fmt: skip
 
 
+# "Did that segment make money?", "make or lose money at the operating level": a statement's operating income.
+_MONEY_RE = re.compile(r"\b(?:make|makes|made|making|lose|loses|lost|losing)\s+(?:any\s+)?money\b", re.I)
+
+
 def filing_terms_rewrite(parsed: ParsedQuery) -> str:
     """The keywords plus the statement words for the asked attribute ("" when none is asked)."""
-    words = {re.sub(r"['\u2019]s$", "", w.lower().strip('.,;:!?()"')) for w in parsed.text.split()}
+    text = without_sales_modifiers(parsed.text)  # "sales and marketing" is not revenue
+    words = {re.sub(r"['\u2019]s$", "", w.lower().strip('.,;:!?()"')) for w in text.split()}
     extra = [phrase for word, phrase in _FILING_TERMS.items() if word in words]
+    if _MONEY_RE.search(text):
+        extra.append("operating income loss")
     if not extra:
         return ""
     return f"{keyword_rewrite(parsed)} {extra[0]}"

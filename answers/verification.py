@@ -22,6 +22,7 @@ from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabe
 from answers.judge import JudgeError, judge_for_tenant
 from answers.lexicon import (
     asked_clause,
+    asked_sentence,
     attribute_synonyms,
     content_stems,
     identifier_spans,
@@ -151,6 +152,17 @@ _HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|ni
                             # "There is no limit on how many times ..." answers a how-many question.
                             r"|\b(?:no|without\s+a(?:ny)?)\s+(?:limit|maximum|cap)\b|\bunlimited\b|\bas\s+many\s+times\b",
                             re.I)  # fmt: skip
+
+
+# Numbers that only say which period a sentence is about: "Q3 2023", "fiscal 2022", "three months ended
+# September 30, 2023", "the first nine months of 2022".
+_PERIOD_NUMBERS_RE = re.compile(
+    r"\b(?:(?:q[1-4]|fy|fiscal(?:\s+year)?)\s*)?(?:19|20)\d{2}\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+    r"|\b(?:three|six|nine|twelve|3|6|9|12)\s+months\s+ended\b|\b(?:first\s+)?(?:three|six|nine)\s+months\s+of\b"
+    r"|\bq[1-4]\b",
+    re.I,
+)
 
 
 _HAS_DATE_RE = re.compile(
@@ -338,7 +350,10 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         if not mentions(said, product):
             reasons.append(f"product_not_mentioned:{product}")
     if cited:
-        seen = set(content_stems(said + " " + titles_of(cited)))
+        # The passage a claim is cut from says what it is about: "Log in to HR Links; ...; Wait up to 5
+        # business days for the changes to take effect."
+        said_around = " ".join([said, *(ev.text for ev, _q in cited)])
+        seen = set(content_stems(said_around + " " + titles_of(cited)))
         # The question asked last: in a resolved follow-up the earlier one only says what "that" is, and the
         # answer it got (not the names it used) is what "that" stands for.
         for phrase in named_phrases(asked_clause(plan.parsed.original)):
@@ -346,10 +361,10 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
             words = set(content_stems(" ".join(w for w in phrase.split() if not w.isupper())))
             # Its initials name it too, as sources write it after the first use: "The Work Number (TWN)".
             initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
-            named_by_initials = len(initials) >= 2 and re.search(rf"\b{initials}\b", said) is not None
+            named_by_initials = len(initials) >= 2 and re.search(rf"\b{initials}\b", said_around) is not None
             # Sources write some names run together: "HRLinks" for "HR Links".
             joined = re.escape(phrase.replace(" ", ""))
-            named_joined = re.search(rf"\b{joined}\b", f"{said} {titles_of(cited)}", re.I) is not None
+            named_joined = re.search(rf"\b{joined}\b", f"{said_around} {titles_of(cited)}", re.I) is not None
             if words and not words <= seen and not named_by_initials and not named_joined:
                 reasons.append(f"name_not_mentioned:{phrase}")
     kind = answer_type(plan.parsed.original)
@@ -364,9 +379,17 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # A follow-up's claim may address its last question alone: the earlier one only says what "that" is.
         latest = latest_attribute_terms(plan, asked)
         latest_covered = sum(1 for t in latest if ({t} | attribute_synonyms(t)) & have)
-        if covered / len(asked) < MIN_ATTRIBUTE_COVERAGE and (
-            not latest or latest_covered / len(latest) < MIN_ATTRIBUTE_COVERAGE
-        ):
+        # A question that opens with the asker's situation ("My legal name changed. After I update it in HR
+        # Links, how long until the change takes effect?") is answered by a claim about what it asks.
+        core = set(content_stems(asked_sentence(plan.parsed.original)))
+        core_terms = [t for t in asked if t in core]
+        core_covered = sum(1 for t in core_terms if ({t} | attribute_synonyms(t)) & have)
+        if (
+            covered / len(asked) < MIN_ATTRIBUTE_COVERAGE
+            and (not latest or latest_covered / len(latest) < MIN_ATTRIBUTE_COVERAGE)
+            and (len(core_terms) == len(asked) or not core_terms
+                 or core_covered / len(core_terms) < MIN_ATTRIBUTE_COVERAGE)
+        ):  # fmt: skip
             reasons.append("attribute_not_addressed")
     titles = " ".join(f"{ev.title} {ev.version_label}" for ev, _q in cited)
     for name, number in named_versions(plan.parsed.text or plan.original):
@@ -383,7 +406,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # Cross-references and forward-looking-statement legalese share words with many
         # questions and answer none of them.
         reasons.append("boilerplate")
-    if kind == "number" and not _HAS_NUMBER_RE.search(claim_text):
+    if kind == "number" and not _HAS_NUMBER_RE.search(_PERIOD_NUMBERS_RE.sub(" ", claim_text)):
+        # "The decrease in sales and marketing costs ... in Q3 2023" names the period, not the amount asked.
         reasons.append("no_number_for_how_much")
     elif kind == "number" and asks_for_an_amount(plan.parsed.original) and states_only_a_share(claim_text):
         # "How much did Amazon spend on sales and marketing …?" is not answered by the row's "-4%" growth.

@@ -25,8 +25,10 @@ from answers.lexicon import (
     asked_clause,
     attribute_synonyms,
     content_stems,
+    content_stems_with_parts,
     earlier_turn_scale,
     normalise_ws,
+    says_sales,
     stem,
     token_spans,
     tokens,
@@ -324,7 +326,7 @@ class _Candidate:
     def of(cls, ev: EvidenceRecord, rank: int, start: int, text: str, about: str, context: frozenset[str],
            **extra: Any) -> _Candidate:  # fmt: skip
         """A candidate scored by the words of ``about``: the sentence itself, a list's introduction, a label."""
-        return cls(rank=rank, evidence_id=ev.id, start=start, text=text, terms=frozenset(content_stems(about)),
+        return cls(rank=rank, evidence_id=ev.id, start=start, text=text, terms=frozenset(content_stems_with_parts(about)),
                    shape=frozenset(t.lower() for t in tokens(text)), context=context, title=ev.title or "",
                    **extra)  # fmt: skip
 
@@ -465,6 +467,24 @@ _BESIDE_BEFORE_RE = re.compile(
     r"\b(?:(?:separate|different|distinct)\s+from|as\s+well\s+as|in\s+addition\s+to|along\s+with)\s*$", re.I
 )
 _RELATIVE_AFTER_RE = re.compile(r",\s*(?:which|who|whom|whose|that|where)\b", re.I)
+# "If you are not using a password manager, type ...": the source speaks of the case without the term, which
+# is the case a question that sets the term aside ("I'm not using a password manager") asks about.
+_NEGATED_BEFORE_RE = re.compile(r"(?:\b(?:not|never|no|without)|n['\u2019]t)(?:\s+[\w'\u2019-]+){0,2}\s*$", re.I)
+
+
+def states_the_set_aside_case(sentence: str, exclude: Sequence[str]) -> bool:
+    """Whether the sentence speaks of the case without an excluded term: "If you are not using a password
+    manager, type ..." for "I'm not using a password manager. Where should I save my key?"."""
+    text = normalise_ws(sentence)
+    spans = token_spans(text)
+    stems = [stem(w) for _a, _b, w in spans]
+    for x in exclude:
+        needle = [stem(t) for t in tokens(x)]
+        n = len(needle)
+        for i in range(len(stems) - n + 1) if n else ():
+            if stems[i : i + n] == needle and _NEGATED_BEFORE_RE.search(text[: spans[i][0]]):
+                return True
+    return False
 
 
 def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
@@ -490,6 +510,7 @@ def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
                 or (_COORDINATION_AFTER_RE.match(after) is not None and not _RELATIVE_AFTER_RE.match(after))
                 or _BESIDE_AFTER_RE.match(after) is not None
                 or _BESIDE_BEFORE_RE.search(text[: spans[i][0]]) is not None
+                or _NEGATED_BEFORE_RE.search(text[: spans[i][0]]) is not None
             )
             if not coordinated or len(stems) == n:
                 return True
@@ -649,6 +670,7 @@ _NEUTRAL_QUALIFIERS = frozenset(
 )  # fmt: skip
 # Words that name a table's grouping rather than narrow its measure: "(operating expenses)", "(revenue by
 # segment)".
+_SALES = stem("sales")
 _GROUP_WORDS = frozenset(stem(w) for w in ("operating", "segment", "segments", "information"))
 _WORD_RE = re.compile(r"[^\W_]+")
 # The label of a row tables.py rendered: "Desktop (net revenue): $1,879 million, ...".
@@ -678,6 +700,9 @@ def unasked_qualifier(sentence: str, asked: frozenset[str]) -> bool:
         label = set(content_stems(row))
         head, _, group = row.partition(" (")
         head_terms = set(content_stems(head))
+        if not says_sales(head):
+            # "Sales and marketing (operating expenses)" is an expense line: its "sales" is not a measure.
+            head_terms.discard(_SALES)
         segment, comma, measure_group = group.rpartition(", ")
         if comma:
             # "Desktop (Client Computing, net revenue)": the segment narrows the line as its own words do.
@@ -960,6 +985,8 @@ class ExtractiveWriter:
                 continue
             low = normalise_ws(c.text).lower()
             score = c.lexical + self.phrase_bonus * sum(1 for p in phrases if p in low)
+            if parsed.exclude and states_the_set_aside_case(c.text, parsed.exclude):
+                score += self.phrase_bonus  # the user's own case: "I'm not using a password manager"
             if wants == "name":
                 # "Which password manager ...": answered by a sentence that names one ("KeePassXC").
                 score = score + self.shape_bonus if names_something(c.text, asked) else score * self.nameless_factor
@@ -1146,7 +1173,8 @@ class ExtractiveWriter:
             return None
 
         def keep(item: str) -> bool:
-            return not is_instruction(item) and not mentions_excluded(item, exclude)
+            # "If you are not using a password manager, type ..." stays for "I'm not using a password manager".
+            return not is_instruction(item) and not excluded_sentence(item, exclude)
 
         text = render_list(ev.text, block, keep)
         if text is None or len(tokens(text)) < self.min_words:
@@ -1164,6 +1192,7 @@ __all__ = [
     "render_list",
     "is_heading",
     "excluded_sentence",
+    "states_the_set_aside_case",
     "mentions_excluded",
     "asked_span",
     "row_fits_period",

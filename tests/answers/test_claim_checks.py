@@ -234,3 +234,57 @@ def test_shares_bought_back_are_the_shares_a_filing_says_were_repurchased() -> N
     assert "not_relevant:attribute_not_addressed" not in _reasons(
         "How many shares did the company buy back?", text, "10-Q"
     )
+
+
+def test_a_period_is_not_the_amount_a_how_much_question_asks_for() -> None:
+    plan = plan_question(
+        "How much did Amazon spend on sales and marketing in the quarter ended September 30, 2023?",
+        datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    reason = replace(ev("A", "The decrease in sales and marketing costs in Q3 2023 is primarily due to lower "
+                             "marketing spend."), title="Amazon 10-Q")  # fmt: skip
+    row = replace(ev("B", "Sales and marketing (operating expenses): $10,551 million, three months ended "
+                          "September 30, 2023."), title="Amazon 10-Q")  # fmt: skip
+    evidence = {"A": reason, "B": row}
+
+    def reasons(eid: str) -> tuple[str, ...]:
+        text = evidence[eid].text
+        return verify_claim(DraftClaim("c1", text, (Citation(eid, text),)), evidence, plan,
+                            authorised_ids={"A", "B"}).reasons  # fmt: skip
+
+    assert "not_relevant:no_number_for_how_much" in reasons("A")
+    assert "not_relevant:no_number_for_how_much" not in reasons("B")
+
+
+def test_making_money_is_answered_by_an_operating_income_or_loss() -> None:
+    from answers.lexicon import attribute_synonyms, content_stems
+
+    money = attribute_synonyms(content_stems("money")[0])
+    assert set(content_stems("operating loss")) & money
+    assert set(content_stems("operating income")) & money
+    assert not set(content_stems("net revenue")) & money
+
+
+def test_a_question_that_opens_with_the_askers_situation_is_answered_by_what_it_asks() -> None:
+    question = "My legal name changed. After I update it in HR Links, how long until the change takes effect?"
+    passage = "Log in to HR Links; Follow these steps; Wait up to 5 business days for the changes to take effect."
+    claim = "Wait up to 5 business days for the changes to take effect."
+    plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
+    evidence = {"A": replace(ev("A", passage), title="Changing your name")}
+    reasons = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), evidence, plan,
+                           authorised_ids={"A"}).reasons  # fmt: skip
+    # The name sits in the passage the claim is cut from; the claim addresses "how long until ... takes effect".
+    assert not [r for r in reasons if r.startswith("not_relevant")]
+    # A sentence about something else from a passage that names HR Links still does not answer it.
+    other = "You will receive an automated email from HR Links stating that it has been submitted."
+    assert "not_relevant:attribute_not_addressed" in _reasons(question, other, "HR Links")
+
+
+def test_the_asked_sentence_sets_aside_the_askers_situation() -> None:
+    from answers.lexicon import asked_sentence
+
+    assert asked_sentence("My legal name changed. After I update it in HR Links, how long until the change "
+                          "takes effect?") == "how long until the change takes effect?"  # fmt: skip
+    assert asked_sentence("How much paid parental leave do I get?") == "How much paid parental leave do I get?"
+    # Too little left without the condition: the question stays whole.
+    assert asked_sentence("If I work remotely, when do I submit it?") == "If I work remotely, when do I submit it?"

@@ -59,3 +59,14 @@ def test_several_question_sentences_are_left_alone() -> None:
 def test_a_later_part_that_leans_on_the_first_by_a_pronoun_stays_joined() -> None:
     # Asked alone, "How did it change year over year?" would lose the company and the quarter.
     assert split_compound("What was Intel's total revenue in Q3 2022 and how did it change year over year?") is None
+
+
+def test_a_later_part_about_the_first_parts_figures_stays_joined() -> None:
+    # Asked alone, "What was the combined figure?" is about nothing; the handbook answered it once.
+    assert (
+        split_compound(
+            "Taken together, did Amazon's North America and International segments make or lose money at the "
+            "operating level in Q1 2023, and what was the combined figure?"
+        )
+        is None
+    )

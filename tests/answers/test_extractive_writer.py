@@ -744,3 +744,60 @@ def test_a_sentence_that_names_the_excluded_term_beside_another_is_kept() -> Non
     assert not excluded_sentence("HR Links is separate from Tock.", ["HR Links"])
     assert not excluded_sentence("Record it in Tock as well as HR Links.", ["HR Links"])
     assert excluded_sentence("Enter your hours in HR Links.", ["HR Links"])
+
+
+def test_a_sentence_about_the_case_without_the_excluded_term_is_kept() -> None:
+    from answers.writers.extractive import excluded_sentence
+
+    # "I'm not using a password manager. Where should I save my git signing key?"
+    assert not excluded_sentence("If you are not using a password manager, type the path.", ["password manager"])
+    assert not excluded_sentence("If you don't have a password manager, enter a strong password.",
+                                 ["password manager"])  # fmt: skip
+    assert excluded_sentence("Save the key in your password manager.", ["password manager"])
+
+
+def test_sales_and_marketing_is_an_expense_line_not_revenue() -> None:
+    from datetime import UTC, datetime
+
+    from answers.lexicon import content_stems, says_sales
+    from answers.planning import filing_terms_rewrite
+    from answers.query_parser import parse_query
+    from answers.writers.extractive import unasked_qualifier
+
+    question = "How much did Amazon spend on sales and marketing in the quarter ended September 30, 2023?"
+    assert not says_sales(question) and says_sales("What were Amazon's net sales?")
+    # No "total net sales" leg for a cost line; the revenue question keeps it.
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert "total net sales" not in filing_terms_rewrite(parse_query(question, now))
+    assert "total net sales" in filing_terms_rewrite(parse_query("What were Amazon's sales in Q3 2023?", now))
+    asked = frozenset(content_stems("spend sales marketing expenses expense costs"))
+    line = "Sales and marketing (operating expenses): $10,551 million, three months ended September 30, 2023."
+    assert not unasked_qualifier(line, asked)
+    assert unasked_qualifier(
+        "Sales and marketing (stock-based compensation expense): $1,111 million, three months ended September "
+        "30, 2023.",
+        asked,
+    )
+
+
+def test_the_users_own_case_leads_when_the_question_sets_a_term_aside() -> None:
+    evidence = make_evidence(
+        "keys",
+        "Next, you will be asked to provide a password for your key file. If you are using a password manager, "
+        "simply press enter to have an empty password. If you are not using a password manager, enter a strong "
+        "password for your key file.",
+    )
+    from answers.planning import plan_question
+
+    plan = plan_question("I'm not using a password manager. What password should I give my key file?",
+                         datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+    assert plan.parsed.exclude  # the parser sets "password manager" aside
+    claims = ExtractiveWriter().write(plan, [evidence])
+    assert claims[0].text == "If you are not using a password manager, enter a strong password for your key file."
+
+
+def test_the_parts_of_a_hyphenated_word_are_terms_of_a_sentence() -> None:
+    from answers.lexicon import content_stems, content_stems_with_parts
+
+    stems = content_stems_with_parts("Type ~/.ssh/git-signing-key.")
+    assert "git-signing-key" in stems and set(content_stems("git signing key")) <= set(stems)
