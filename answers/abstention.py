@@ -28,7 +28,9 @@ from answers.writers.extractive import ExtractiveWriter, scoped_terms
 _QUESTION_RE = re.compile(
     r"^\s*(?:how|what|which|who|whom|whose|when|where|why|can|do|does|did|is|are|should)\b|\?\s*$", re.I
 )
-_PLACEHOLDERS = frozenset(content_stems("someone somebody anyone anybody everyone something anything"))
+_PLACEHOLDERS = frozenset(
+    content_stems("someone somebody anyone anybody everyone something anything thing things stuff")
+)
 
 
 def question_form_stems(text: str) -> frozenset[str]:

@@ -39,8 +39,9 @@ from django.core.cache import cache
 
 from answers import engine
 from answers.contracts import EvidenceRecord, to_jsonable
-from answers.lexicon import content_stems, starts_as_question
+from answers.lexicon import asked_clause, content_stems, starts_as_question
 from answers.query_parser import parse_query
+from answers.writers.extractive import new_names
 from core.errors import ApiError
 from retrieval.entities import entity_by_name
 from retrieval.models import Document, IndexState
@@ -57,6 +58,7 @@ _LEAD = re.compile(
 _PREPOSITIONS = ("for", "in", "on", "with", "without", "during", "from", "to", "at", "by", "under", "after",
                  "before")  # fmt: skip
 _LED_ANAPHORA_MAX_WORDS = 14
+_BOUND_ANAPHORA_MAX_WORDS = 30
 _PRONOUNS = frozenset({"it", "its", "that", "this", "those", "these", "they", "them", "their", "there", "one"})
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
 # Conversational filler that asks about the same evidence ("why?", "tell me more about that").
@@ -85,13 +87,16 @@ class ConversationState:
     index_version: int
     turns: int = 1
     history: list[str] = field(default_factory=list)
+    # Names the last answer's lead claim states that its question did not (what "that" may point at next).
+    answer_names: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Resolution:
     is_followup: bool
     question: str
-    method: str  # "standalone" | "scope_swap" | "scope_append" | "measure_swap" | "entity_swap" | "anaphora"
+    # "standalone" | "scope_swap" | "scope_append" | "measure_swap" | "entity_swap" | "anaphora" | "condition"
+    method: str
     new_terms: tuple[str, ...] = ()
 
 
@@ -146,6 +151,36 @@ _OTHER_MEASURE = re.compile(
 _MEASURE_SLOT = re.compile(
     r"^(?P<head>.*?\b[\w&.\-]+(?:'s|’s|s')\s+)(?P<attr>[^?]+?)(?P<tail>\s+(?:in|for|during)\s+[^?]+)?\?*$"
 )
+
+
+_WHAT_IF = re.compile(r"^\s*(?:(?:and|but|so|ok|okay)\s*,?\s+)?(what\s+if\b.+)$", re.I | re.S)
+# A question whose answer is a thing ("What else can we try?", "Which system do I use ...?"): a pronoun in the
+# next turn most likely points at that thing, not at the question's own subject.
+_ASKS_FOR_A_THING = re.compile(
+    r"^\s*(?:which\b|who\b|what\s+(?:else\b|(?:\w+\s+){0,2}(?:tool|system|app|application|service|site|website|"
+    r"form|product|software|option|program|platform|channel|office)s?\b)|what\s+(?:can|could|should|do|does)\s+"
+    r"(?:i|we|you|they)\s+(?:use|try)\b|where\s+(?:can|should|do|does)\b)",
+    re.I,
+)
+# "that"/"it"/"this" used as a pronoun ("How widely is that used ...?", "Do I register for it?"), not as a
+# determiner ("that BART fare").
+_REFERRING_PRONOUN = re.compile(
+    r"\b(?:it|that|this)\b(?=\s*[?.!]*$|\s+(?:is|was|are|were|be|used|work|works|cost|costs|take|takes|mean|means|"
+    r"require|requires|apply|applies|need|needs|have|has|do|does|get|gets|for|in|on|with|to|from|through|via|at|"
+    r"by)\b)",
+    re.I,
+)
+
+
+def _named_antecedent(previous: ConversationState, text: str) -> str:
+    """``text`` with its pronoun replaced by the thing the last answer named, when the last question asked for
+    a thing and its answer named one; ``text`` unchanged otherwise."""
+    sentences = re.split(r"(?<=[.?!])\s+", asked_clause(previous.original).strip())
+    last = next((q for q in reversed(sentences) if q.endswith("?")), sentences[-1])
+    if not previous.answer_names or not _ASKS_FOR_A_THING.match(last) or re.match(r"\s*why\b", text, re.I):
+        return text
+    m = _REFERRING_PRONOUN.search(text)
+    return text if m is None else f"{text[: m.start()]}{previous.answer_names[0]}{text[m.end() :]}"
 
 
 def _words(text: str) -> list[str]:
@@ -228,6 +263,12 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     if lead and (other := _OTHER_MEASURE.match(fragment)) and (slot := _MEASURE_SLOT.match(base)):
         question = f"{slot.group('head')}{other.group('attr')}{slot.group('tail') or ''}?"
         return Resolution(True, question, "measure_swap", new_terms)
+    if (condition := _WHAT_IF.match(text)) is not None:
+        # "What if I need to edit things?" poses a new case of the last question: asked as such, with the last
+        # question saying what it is a case of (lexicon.asked_clause), not glued onto its end.
+        asked = condition.group(1)
+        asked = _named_antecedent(previous, asked[:1].upper() + asked[1:])
+        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "condition", new_terms)
     if (lead or starts_with_prep) and frag_words and len(frag_words) <= 8:
         if starts_with_prep:
             prep = frag_words[0]
@@ -251,6 +292,18 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
             # "And how do I ...": without its "and" the question reads as the one asked last (lexicon.asked_clause).
             asked = text[lead.end() :]
             asked = asked[:1].upper() + asked[1:]
+        asked = _named_antecedent(previous, asked)
+        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+    if (
+        len(words) <= _BOUND_ANAPHORA_MAX_WORDS
+        and any(w in _PRONOUNS for w in words)
+        and previous.plan.get("entities")
+        and not parse_query(text, datetime.now(UTC)).entities
+    ):
+        # "How much did that boost operating income in the quarter ended September 30, 2022?" after a question
+        # about Microsoft: a turn that names no company or product of its own and points back is about the one
+        # the conversation is about, however long; asked alone it would be answered from any company's filing.
+        asked = _named_antecedent(previous, text)
         return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
     return Resolution(False, text, "standalone")
 
@@ -341,11 +394,19 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
             raise ApiError("unknown_conversation", "This conversation does not exist or has expired.", 404)
     else:
         conversation_id = new_conversation_id()
+    state = IndexState.objects.first()
+    index_version = state.index_version if state else 0
+    if previous is not None and (
+        perm.fingerprint != previous.fingerprint
+        or perm.acl_version != previous.acl_version
+        or index_version != previous.index_version
+    ):
+        # The last answer's names came from passages read under the old permissions and index: they must not
+        # reach the new question (and its echo in the response) unless the user may still read them.
+        previous = dataclasses.replace(previous, answer_names=[])
     resolution = resolve_followup(previous, question)
     if previous is not None and resolution.is_followup and _is_empty(extra):
         extra = _filters_from(previous.filters)  # a follow-up keeps the earlier filters unless it sets its own
-    state = IndexState.objects.first()
-    index_version = state.index_version if state else 0
     filters_changed = previous is not None and _filters_dict(extra) != previous.filters
     decision, why = decide(previous, resolution, perm, index_version, filters_changed)
     reused: list[EvidenceRecord] | None = None
@@ -381,9 +442,18 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
                     fingerprint=perm.fingerprint, acl_version=perm.acl_version, index_version=index_version,
                     turns=(previous.turns + 1) if previous else 1,
                     history=((previous.history if previous else []) + [question])[-10:],
+                    answer_names=_lead_claim_names(response, resolution.question),
                 ),
             )  # fmt: skip
         yield event
+
+
+def _lead_claim_names(response: dict[str, Any], question: str) -> list[str]:
+    answer = response.get("answer") or {}
+    claims = answer.get("claims") or []
+    if answer.get("abstention") or not claims:
+        return []
+    return new_names(str(claims[0].get("text", "")), frozenset(content_stems(question)))[:2]
 
 
 def answer_turn(perm: PermissionContext, question: str, extra: engine.RequestFilters,

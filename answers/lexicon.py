@@ -256,12 +256,17 @@ _SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+_IRREGULAR_PLURALS = {"lives": "life", "wives": "wife", "knives": "knife", "halves": "half", "shelves": "shelf"}
+
+
 def stem(word: str) -> str:
     """Lowercase and strip common English suffixes ("subscriptions" -> "subscription")."""
     w = word.lower().replace("\u2019", "'")
     w = w.removesuffix("'s")
     if len(w) <= 3 or not w.isalpha():
         return w
+    if w in _IRREGULAR_PLURALS:
+        w = _IRREGULAR_PLURALS[w]  # "useful lives" is the plural of "useful life"
     for suffix, repl in _SUFFIXES:
         if not w.endswith(suffix):
             continue
@@ -327,8 +332,14 @@ def asked_clause(question: str) -> str:
     head, sep, tail = question.partition(": ")
     if not sep or not (_QUESTION_LEAD_RE.match(head) or _LED_CONDITION_RE.match(head)):
         return question
-    # The earlier question may open with a statement ("I'm flying into SFO ... What's the easiest way ...?").
-    if _QUESTION_LEAD_RE.match(tail) or (len(head.split()) <= 12 and tail.rstrip().endswith("?")):
+    # The earlier question may open with a statement ("I'm flying into SFO ... What's the easiest way ...?");
+    # a head that poses a case ("What if I just want people to see the name I go by, like Mike ...") is the
+    # follow-up however long it is.
+    if (
+        _LED_CONDITION_RE.match(head)
+        or _QUESTION_LEAD_RE.match(tail)
+        or (len(head.split()) <= 12 and tail.rstrip().endswith("?"))
+    ):
         return head
     return question
 
@@ -467,6 +478,12 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "buy": "buy bought repurchase repurchased repurchases buyback",
         "bought": "bought buy repurchase repurchased repurchases buyback",
         "buyback": "buyback repurchase repurchased repurchases",
+        # People's words for what a filing calls equipment, an increase or a decrease.
+        "gear": "gear equipment hardware",
+        "boost": "boost boosted increase increased",
+        "grow": "grow grew growth increase increased",
+        "growth": "growth grow grew increase increased",
+        "drop": "drop dropped decrease decreased decline declined",
     }.items()
 }
 

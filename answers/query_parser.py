@@ -665,11 +665,14 @@ _PERIOD_RE = re.compile(
     (?P<fq>\b(?P<fq_fiscal1>fiscal\s+)?q(?P<fq_q>[1-4])\s*(?:of\s+)?(?P<fq_fiscal2>{_FY})?
         (?P<fq_y>{_YEAR4}|'\d{{2}}|(?<=fy)\d{{2}}|(?<=fy\s)\d{{2}})\b)
     | (?P<yq>\b(?P<yq_fiscal>{_FY})?(?P<yq_y>{_YEAR4})\s+q(?P<yq_q>[1-4])\b)
+    | (?P<yoq>\b(?P<yoq_fiscal>{_FY})?(?P<yoq_y>{_YEAR4})\s+(?P<yoq_o>first|1st|second|2nd|third|3rd|fourth|4th)\s+
+        (?:fiscal\s+)?quarter\b)
     | (?P<oq>\b(?P<oq_o>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\s+
         (?:of\s+|in\s+)?(?P<oq_fiscal>{_FY})?(?P<oq_y>{_YEAR4})\b)
     | (?P<ytd>\b(?:first\s+)?(?P<ytd_n>six|nine)\s+months\s+(?:of\s+)?(?P<ytd_fiscal>{_FY})?(?P<ytd_y>{_YEAR4})\b
         |\bfirst\s+half\s+of\s+(?P<h1_fiscal>{_FY})?(?P<h1_y>{_YEAR4})\b)
-    | (?P<ended>\b(?:quarter|(?:three|six|nine)\s+months|quarterly\s+period|period)\s+ended\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
+    | (?P<ended>\b(?:quarter|(?:three|six|nine)\s+months|quarterly\s+period|period|the\s+one)\s+(?:that\s+)?
+        (?:ended|ending)\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
         (?P<ended_d>\d{{1,2}}),?\s+(?P<ended_y>{_YEAR4})\b)
     | (?P<fy>\b{_FY}(?P<fy_y>{_YEAR4}|(?<=fy)\d{{2}})\b)
     | (?P<latest>\b(?:latest|most\s+recent|newest|current|last|recent|last\s+reported)\s+
@@ -699,6 +702,10 @@ def _periods(text: str) -> tuple[PeriodRequest, ...]:
         elif m.group("yq"):
             out.append(PeriodRequest("absolute", "quarter", int(m.group("yq_y")), int(m.group("yq_q")),
                                      True if m.group("yq_fiscal") else None, label))  # fmt: skip
+        elif m.group("yoq"):
+            # "its fiscal 2024 second quarter": the year before the quarter.
+            out.append(PeriodRequest("absolute", "quarter", int(m.group("yoq_y")), _ORDINALS[m.group("yoq_o").lower()],
+                                     True if m.group("yoq_fiscal") else None, label))  # fmt: skip
         elif m.group("oq"):
             fiscal = True if (m.group("oq_fiscal") or "fiscal" in label.lower()) else None
             out.append(PeriodRequest("absolute", "quarter", int(m.group("oq_y")), _ORDINALS[m.group("oq_o").lower()],

@@ -568,6 +568,18 @@ def names_something(sentence: str, asked: frozenset[str]) -> bool:
     return False
 
 
+def new_names(sentence: str, known: frozenset[str]) -> list[str]:
+    """The names a sentence states that ``known`` (a question's stems) does not: "MAX.gov" in "… you can try
+    sharing your calendars through MAX.gov." after "What else can we try?" (answers/followups.py)."""
+    out: list[str] = []
+    for m in _NAME_RE.finditer(sentence):
+        word = m.group(0).rstrip(".")
+        if word.lower() in STOPWORDS or not set(content_stems(word)) - known or word in out:
+            continue
+        out.append(word)
+    return out
+
+
 _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july", "august",
                                        "september", "october", "november", "december"), start=1)}  # fmt: skip
 # One cell of a row rendered by retrieval/extract/tables.py: "$81,797 million, three months ended July 1, 2023".

@@ -170,6 +170,19 @@ def test_earlier_evidence_is_never_reused_after_a_permission_change(corpus) -> N
     assert "WireGuard" not in again.content.decode()
 
 
+def test_a_name_from_the_last_answer_is_not_carried_into_the_next_question_after_a_permission_change(corpus) -> None:
+    c = client_for(corpus.tokens["alice"])
+    first = c.post("/api/v1/answers", {"question": "Which protocol does the VPN use?"}, format="json").json()
+    assert "WireGuard" in str(first["answer"]["claims"])
+    with tenant_context(corpus.tenant_a.pk):
+        do_set_group_members("confluence:group:it", [])
+    again = c.post("/api/v1/answers", {"question": "Who maintains it?", "conversation_id": first["conversation_id"]},
+                   format="json")  # fmt: skip
+    assert again.status_code == 200
+    assert again.json()["trace"]["followup"]["is_followup"]
+    assert "WireGuard" not in again.content.decode()
+
+
 def test_a_followup_streams_too(corpus) -> None:
     c = client_for(corpus.tokens["bob"])
     first = stream(c, "What must webhook senders do for publishers?")

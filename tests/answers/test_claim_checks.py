@@ -288,3 +288,11 @@ def test_the_asked_sentence_sets_aside_the_askers_situation() -> None:
     assert asked_sentence("How much paid parental leave do I get?") == "How much paid parental leave do I get?"
     # Too little left without the condition: the question stays whole.
     assert asked_sentence("If I work remotely, when do I submit it?") == "If I work remotely, when do I submit it?"
+
+
+def test_an_irregular_plural_and_peoples_words_for_a_filings_terms_match() -> None:
+    from answers.lexicon import attribute_synonyms, content_stems, stem
+
+    assert stem("lives") == stem("life")  # "the useful lives of our server and network equipment"
+    assert set(content_stems("equipment")) <= attribute_synonyms(stem("gear"))
+    assert set(content_stems("increased")) <= attribute_synonyms(stem("boost"))

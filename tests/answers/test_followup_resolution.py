@@ -108,3 +108,67 @@ def test_a_follow_up_asked_as_a_condition_is_not_held_to_the_last_questions_kind
     assert r.method == "anaphora"
     assert asked_clause(r.question) == "And if I need to change it after the pay period has closed"
     assert answer_type(r.question) == ""  # not "number": the earlier "how many" only says what "it" is
+
+
+def test_that_after_a_question_asking_for_a_thing_is_the_thing_the_last_answer_named() -> None:
+    previous = dataclasses.replace(
+        after("Sharing my calendar with a partner agency isn't working. What else can we try?"),
+        answer_names=["MAX.gov"],
+    )
+    r = resolve_followup(previous, "How widely is that used across government?")
+    assert r.method == "anaphora"
+    assert r.question.startswith("How widely is MAX.gov used across government: ")
+    # "that" as a determiner names its own thing; the answer's name is not forced on it.
+    fare = resolve_followup(previous, "How much is that fare?")
+    assert fare.question.startswith("How much is that fare: ")
+
+
+def test_it_after_a_question_about_how_to_do_something_stays_the_questions_subject() -> None:
+    previous = dataclasses.replace(after("How do I get access to Airtable?"), answer_names=["Tech Operations"])
+    r = resolve_followup(previous, "Who pays for it?")
+    assert r.question == "Who pays for it: How do I get access to Airtable?"
+
+
+def test_the_names_a_lead_claim_adds_to_its_question_are_kept_for_the_next_turn() -> None:
+    from answers.followups import _lead_claim_names
+
+    response = {"answer": {"abstention": None, "claims": [
+        {"text": "If this process does not work for your team, you can try sharing your calendars through MAX.gov."}
+    ]}}  # fmt: skip
+    assert _lead_claim_names(response, "What else can we try to share our Calendar?") == ["MAX.gov"]
+    abstained = {"answer": {"abstention": {"reason": "weak_evidence"}, "claims": []}}
+    assert _lead_claim_names(abstained, "What else can we try?") == []
+
+
+def test_a_what_if_turn_is_asked_as_a_new_case_of_the_last_question() -> None:
+    r = resolve_followup(after("How do I get access to Airtable?"), "What if I need to edit things?")
+    assert r.method == "condition"
+    assert r.question == "What if I need to edit things: How do I get access to Airtable?"
+    assert asked_clause(r.question) == "What if I need to edit things"
+    # However long, and led by "and": still a case of the last question, never a question of its own.
+    long = resolve_followup(
+        after("How do I change my display name in Slack?"),
+        "And what if I just want people to see the name I go by, like Mike instead of Michael?",
+    )
+    assert long.method == "condition"
+    assert long.question.startswith("What if I just want people to see the name I go by")
+
+
+def test_a_long_turn_that_points_back_and_names_no_company_stays_about_the_conversations_company() -> None:
+    previous = dataclasses.replace(
+        after("Microsoft changed how long it depreciates its servers. What's the new useful life?"),
+        plan={"entities": [["Microsoft", "Microsoft"]]},
+    )
+    r = resolve_followup(previous, "How much did that boost operating income in the quarter ended September 30, 2022?")
+    assert r.method == "anaphora"
+    assert r.question.endswith(": Microsoft changed how long it depreciates its servers. What's the new useful life?")
+    # A turn that names its own company is its own question.
+    own = resolve_followup(
+        previous, "How much did that boost Apple's operating income in the quarter ended July 1, 2023?"
+    )
+    assert own.method == "standalone"
+    # Without a company in the conversation, the word limits for pointing back stay as they were.
+    wiki = resolve_followup(
+        after("How do I request a Mural account?"), "What kind should I ask for if I only use it now and then?"
+    )
+    assert wiki.method == "standalone"

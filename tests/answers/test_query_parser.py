@@ -596,6 +596,17 @@ def test_two_named_periods_are_a_comparison_not_a_contradiction() -> None:
     assert parsed.time_filter is None  # time words never filter on updated dates
 
 
+def test_a_quarter_named_after_its_year_or_by_the_date_it_ended_is_that_quarter() -> None:
+    parsed = parse("NVIDIA's revenue in its fiscal 2024 second quarter, the one that ended July 30, 2023?")
+    assert [(p.unit, p.year, p.quarter, p.fiscal, p.end) for p in parsed.periods] == [
+        ("quarter", 2024, 2, True, ""),
+        ("quarter", 2023, None, None, "2023-07-30"),
+    ]
+    assert [p.end for p in parse("Revenue for the quarter that ended March 31, 2023").periods] == ["2023-03-31"]
+    assert [p.end for p in parse("Revenue in the quarter ending March 31, 2023").periods] == ["2023-03-31"]
+    assert parse("Who is the one that ended our meeting?").periods == ()
+
+
 def test_a_query_of_exactly_the_maximum_length_is_accepted() -> None:
     assert len(parse("x" * 1000).text) == 1000
 
