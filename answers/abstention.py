@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.lexicon import asked_clause, attribute_synonyms, content_stems, earlier_turn_scale
+from answers.lexicon import asked_clause, asked_sentence, attribute_synonyms, content_stems, earlier_turn_scale
 from answers.planning import plan_question
 from answers.writers.extractive import ExtractiveWriter, scoped_terms
 
@@ -59,6 +59,11 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
     form = question_form_stems(plan.original)
     text = plan.parsed.text or plan.original
     last = asked_clause(text)
+    if last == text:
+        # The asker's situation before the question ("We're building a product whose authority to operate will
+        # come from a partner agency. Who do we go to for the privacy threshold analysis?") weighs like a
+        # follow-up's earlier question: a quote answers what is asked with few of its words.
+        last = asked_sentence(text)
     latest = set(content_stems(last)) if last != text else None
     earlier: set[int] = set()  # indexes of the groups only a resolved follow-up's earlier question asks for
     for t in dict.fromkeys(content_stems(text)):

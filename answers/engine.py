@@ -57,7 +57,7 @@ from answers.contracts import (
     VerificationResult,
     to_jsonable,
 )
-from answers.evidence import build_evidence, narrow_to_answer_type
+from answers.evidence import build_evidence, narrow_to_answer_type, table_records
 from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
 from answers.lexicon import content_stems, version_key
@@ -76,7 +76,14 @@ from answers.scoping import (
 )
 from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, scoped_terms
+from answers.writers.extractive import (
+    ExtractiveWriter,
+    asked_span,
+    asks_superlative,
+    is_heading,
+    ranked_table,
+    scoped_terms,
+)
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -931,7 +938,33 @@ def evidence_stage(run: AnswerRun) -> None:
                                                doc_texts=_doc_texts(run.perm, run.chunks),
                                                tier_names=run.tiers, similarity=sentence_similarity)  # fmt: skip
         run.trace["evidence"] = ev_trace
+        if asks_superlative(plan.original) and plan.period_scope:
+            add_ranked_table(run)
     run.timings["evidence"] = run.clock.ms()
+
+
+# Chunks of a bound filing read for its tables when a question ranks their rows (a 10-Q has 60-190 chunks).
+RANKING_CHUNKS = 200
+
+
+def add_ranked_table(run: AnswerRun) -> None:
+    """ "Which of Apple's segments had the highest net sales in the quarter …?": the whole table that ranks
+    its rows joins the evidence, read from the bound filings' chunks that hold the period's cells (the reader's
+    ACL applied), when exactly one table can answer (``extractive.ranked_table``).  Sentence selection keeps
+    the rows that share the question's words, and the row that ranks first need not be one of them."""
+    docs = list(dict.fromkeys(c.document_id for c in run.chunks))
+    if not 0 < len(docs) <= FOCUS_MAX_DOCUMENTS:
+        return
+    chunks = chunks_with_phrases(run.perm, docs, period_cells(run.plan.period_scope), limit=RANKING_CHUNKS)
+    tables = table_records(chunks, doc_texts=_doc_texts(run.perm, chunks), tier_names=run.tiers)
+    found = ranked_table(run.plan, [*run.records, *tables])
+    if found is None:
+        return
+    top, table = found
+    have = {e.id for e in run.records}
+    added = {r.ev.id: r.ev for r in table if r.ev.id not in have}
+    run.records = [*added.values(), *run.records]
+    run.trace["ranked_table"] = {"row": top.base, "rows": len(table), "passages_added": len(added)}
 
 
 def _part_run(run: AnswerRun, question: str) -> AnswerRun:

@@ -40,6 +40,7 @@ from answers.writers.extractive import (
     scoped_terms,
     split_sentences,
     states_the_set_aside_case,
+    table_runs,
     unasked_qualifier,
 )
 
@@ -211,6 +212,54 @@ def _document_offsets(chunk: RankedChunk, doc_text: str | None, start: int, end:
     if found == -1:
         return abs_start, abs_start + len(passage)
     return found, found + len(passage)
+
+
+def _record(chunk: RankedChunk, start: int, end: int, doc_text: str | None, tier_names: dict[int, str],
+            score: float, *, hop: str = "", flags: tuple[str, ...] = ()) -> EvidenceRecord:  # fmt: skip
+    """The passage ``chunk.text[start:end]`` as evidence, with its offsets in the document's text."""
+    a, b = _document_offsets(chunk, doc_text, start, end)
+    return EvidenceRecord(
+        id=evidence_id(chunk.document_id, chunk.snapshot_sha256, a, b),
+        document_id=chunk.document_id,
+        chunk_id=chunk.chunk_id,
+        canonical_url=chunk.canonical_url or chunk.url,
+        title=chunk.title,
+        source_system=chunk.source_system,
+        container=chunk.container,
+        text=chunk.text[start:end],
+        char_start=a,
+        char_end=b,
+        snapshot_sha256=chunk.snapshot_sha256,
+        updated_at=chunk.updated_at,
+        created_at=chunk.created_at,
+        version_label=chunk.version_label,
+        authority_tier=chunk.authority_tier,
+        scores={
+            "passage": round(score, 4),
+            "rrf": round(chunk.rrf, 6),
+            **{f"rank_{k}": float(v) for k, v in chunk.ranks.items()},
+        },
+        authority=tier_names.get(chunk.authority_tier, f"tier {chunk.authority_tier}"),
+        hop=hop,
+        flags=flags,
+        about=dict(getattr(chunk, "about", {}) or {}),
+    )
+
+
+def table_records(chunks: Sequence[RankedChunk], *, doc_texts: dict[int, str] | None = None,
+                  tier_names: dict[int, str] | None = None) -> list[EvidenceRecord]:  # fmt: skip
+    """Every table of these chunks as one passage each (its rows, first to last): "which segment had the
+    highest net sales" is answered by comparing all of a table's rows, which sentence selection, scoring
+    rows one by one against the question's words, does not keep together."""
+    tier_names = tier_names or DEFAULT_TIER_NAMES
+    out = []
+    for chunk in chunks:
+        for run in table_runs(chunk.text):
+            if any(is_instruction(chunk.text[a:b]) for a, b, _label, _tag in run):
+                continue  # retrieved text addressing a model is data, never evidence to rank
+            out.append(_record(chunk, run[0][0], run[-1][1], (doc_texts or {}).get(chunk.document_id),
+                               tier_names, 0.0))  # fmt: skip
+    return out
 
 
 def build_evidence(
@@ -400,38 +449,11 @@ def build_evidence(
                 hi += 1
             used.update(range(lo, hi + 1))
             start, end = sents[lo].start, sents[hi].end
-            text = chunk.text[start:end]
             flags: tuple[str, ...] = ()
             if any(s.instruction and s.chunk is chunk for s in sents):
                 flags = ("instructions_removed",)
-            doc_text = (doc_texts or {}).get(doc_id)
-            a, b = _document_offsets(chunk, doc_text, start, end)
-            record = EvidenceRecord(
-                id=evidence_id(doc_id, chunk.snapshot_sha256, a, b),
-                document_id=doc_id,
-                chunk_id=chunk.chunk_id,
-                canonical_url=chunk.canonical_url or chunk.url,
-                title=chunk.title,
-                source_system=chunk.source_system,
-                container=chunk.container,
-                text=text,
-                char_start=a,
-                char_end=b,
-                snapshot_sha256=chunk.snapshot_sha256,
-                updated_at=chunk.updated_at,
-                created_at=chunk.created_at,
-                version_label=chunk.version_label,
-                authority_tier=chunk.authority_tier,
-                scores={
-                    "passage": round(max(sents[i].score for i in range(lo, hi + 1)), 4),
-                    "rrf": round(chunk.rrf, 6),
-                    **{f"rank_{k}": float(v) for k, v in chunk.ranks.items()},
-                },
-                authority=tier_names.get(chunk.authority_tier, f"tier {chunk.authority_tier}"),
-                hop=hop,
-                flags=flags,
-                about=dict(getattr(chunk, "about", {}) or {}),
-            )
+            record = _record(chunk, start, end, (doc_texts or {}).get(doc_id), tier_names,
+                             max(sents[i].score for i in range(lo, hi + 1)), hop=hop, flags=flags)  # fmt: skip
             candidates.append((sents[pick].score, rank, start, record))
 
     # Best passages first, document rank breaking ties, until the budget is spent.
@@ -468,4 +490,5 @@ __all__ = [
     "narrow_to_answer_type",
     "is_instruction",
     "query_terms",
+    "table_records",
 ]

@@ -324,6 +324,11 @@ def starts_as_question(text: str) -> bool:
 _LED_CONDITION_RE = re.compile(r"\s*(?:(?:and|but|so|also)\s*,?\s+)?(?:what\s+)?if\b", re.I)
 
 
+# The longest follow-up read as the question asked before a resolved follow-up's earlier question: "How much did
+# that boost operating income in the quarter ended September 30, 2022: I heard Microsoft changed ...?" (14).
+_ASKED_HEAD_MAX_WORDS = 24
+
+
 def asked_clause(question: str) -> str:
     """The question the user asked last in a resolved follow-up ("Can I take it intermittently: How much
     paid parental leave do I get?", answers/followups.py): its kind of answer (a yes/no, not an amount)
@@ -338,7 +343,7 @@ def asked_clause(question: str) -> str:
     if (
         _LED_CONDITION_RE.match(head)
         or _QUESTION_LEAD_RE.match(tail)
-        or (len(head.split()) <= 12 and tail.rstrip().endswith("?"))
+        or (len(head.split()) <= _ASKED_HEAD_MAX_WORDS and tail.rstrip().endswith("?"))
     ):
         return head
     return question
@@ -349,6 +354,26 @@ _SENTENCE_END_RE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
 _LEADING_CONDITION_RE = re.compile(
     r"^(?:after|before|once|when|whenever|if|since|because|now\s+that|while)\b[^,?]{3,100},\s*(?=\w)", re.I
 )
+
+
+# "Which of Amazon's revenue categories brought in the most money …?": the set ranked ("categories"), the verb
+# and the superlative say how the answer is chosen among a table's rows, not what a claim must state.
+_RANKED_SET_RE = re.compile(
+    r"\bwhich\s+(?:of\s+(?:the|its|their|our|[\w.&-]+['\u2019]s)\s+)?(?:[\w-]+\s+){0,3}?(?P<set>[\w-]+)\s+"
+    r"(?P<verb>had|has|have|brought|brings|bring|made|makes|earned|earns|generated|generates|grew|saw|posted|"
+    r"reported|contributed|contributes|accounted|was|were|is|are)\b"
+    r"(?:\s+in)?[^?]*?\b(?P<sup>most|highest|largest|biggest|greatest|lowest|smallest|least|fewest)\b",
+    re.I,
+)
+
+
+def ranking_words(question: str) -> frozenset[str]:
+    """Stems of the ranked set's head noun, its verb and the superlative of a "which ... the most ..."
+    question; empty for any other question."""
+    m = _RANKED_SET_RE.search(question)
+    if not m:
+        return frozenset()
+    return frozenset(content_stems(" ".join(m.group("set", "verb", "sup"))))
 
 
 def asked_sentence(question: str) -> str:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from answers.contracts import ParsedQuery, PeriodRequest, TimeScope
+from answers.lexicon import starts_as_question
 from retrieval.entities import catalogue_aliases
 
 __all__ = [
@@ -175,6 +176,11 @@ _PLAIN_CUES: tuple[tuple[str, ...], ...] = (
 # Who says what they do not use: "I'm not using X", "we don't use X" exclude X; "the sync is not using the
 # proxy" is a statement about the sync.
 _FIRST_PERSON = frozenset({"i", "i'm", "i’m", "im", "we", "we're", "we’re", "am"})
+_NOT_WANTING_TO_USE: tuple[list[str], ...] = (
+    ["don't", "want", "to", "use"],
+    ["don’t", "want", "to", "use"],
+    ["do", "not", "want", "to", "use"],
+)
 _CUE_WORDS = frozenset(w for cue in _CONTRASTIVE_CUES + _PLAIN_CUES for w in cue) | {"not"}
 # Skipped between a cue and its object: "not for the publisher side" excludes "publisher side".
 _LEADING_FILLERS = frozenset(
@@ -384,6 +390,14 @@ def _match_cue(items: list[_Item], i: int) -> tuple[int, bool] | None:
         return 3, False
     if i > 0 and words[0] in _FIRST_PERSON and words[1:3] in (["don't", "use"], ["don’t", "use"]):
         return 2, False
+    # "I don't want to use Docker", "we do not want to use X": what they will not use.
+    around = [it.text.casefold() if it.kind == "word" else "" for it in items[i : i + 6]]
+    if i > 0 and items[i - 1].text.casefold() in _FIRST_PERSON:
+        for words_ in _NOT_WANTING_TO_USE:
+            # "I don't want to use up my leave", "... to use it": a phrasal verb or a pronoun, nothing named.
+            n = len(words_)
+            if around[:n] == words_ and (around + [""])[n] not in {"up", "it", "this", "that", "them"}:
+                return n, False
     if items[i].kind == "word" and items[i].text.casefold() == "not":
         # A bare "not" only excludes at a clause start ("subscribers, not publishers",
         # "Not publishers: ..."); "replication is not ..." is ordinary negation.
@@ -691,7 +705,22 @@ def _full_year(raw: str) -> int:
 
 
 def _periods(text: str) -> tuple[PeriodRequest, ...]:
-    """Reporting periods named in the question ("Q2 2023", "fiscal 2023", "the latest quarter")."""
+    """Reporting periods named in the question ("Q2 2023", "fiscal 2023", "the latest quarter").
+
+    A resolved follow-up ("How much did that boost operating income in the quarter ended September 30, 2022:
+    I heard Microsoft changed ... starting fiscal 2023. ...", answers/followups.py) that names a period of its
+    own asks about that period; the earlier question's periods said when the thing it refers to began.  A
+    relative period of its own ("the previous quarter") is counted from the earlier question's, which stay.
+    """
+    head, sep, _earlier = text.partition(": ")
+    if sep and starts_as_question(head):
+        own = _named_periods(head)
+        if any(p.relation == "absolute" for p in own):
+            return own
+    return _named_periods(text)
+
+
+def _named_periods(text: str) -> tuple[PeriodRequest, ...]:
     out: list[PeriodRequest] = []
     for m in _PERIOD_RE.finditer(text):
         label = re.sub(r"\s+", " ", m.group()).strip()

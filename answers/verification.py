@@ -28,6 +28,7 @@ from answers.lexicon import (
     identifier_spans,
     is_number,
     normalise_ws,
+    ranking_words,
     version_key,
 )
 from answers.sanitise import is_instruction
@@ -247,6 +248,7 @@ def attribute_terms(plan: QueryPlan) -> frozenset[str]:
         named.update(content_stems(canonical))
     for p in parsed.periods:
         named.update(content_stems(p.label))
+    named |= ranking_words(parsed.original)
     words = [t for t in content_stems(parsed.text) if t not in named and t not in _NOT_ATTRIBUTE]
     return frozenset(w for w in words if not is_number(w))
 

@@ -39,7 +39,8 @@ WRITER_NAME = "extractive"
 # 3: a financial-table row states only the cell of the period asked about
 # 4: a measure narrowed by words the question does not use ("Gaming revenue" for "revenue"), and a table
 #    row with no cell for the asked span and period (nine months only, for "the quarter ended ..."), rank lower
-WRITER_VERSION = "4"
+# 5: "which ... the highest ..." is answered by the row of one table that ranks first on the asked period's cell
+WRITER_VERSION = "5"
 
 
 def writer_release() -> dict[str, str]:
@@ -667,6 +668,170 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
     return f"{m.group('label')}: {cells[i].strip()}", False
 
 
+# "Which of Apple's segments had the highest net sales in the quarter ...?": the answer is the row of one
+# table whose cell for the asked period is the largest (or the smallest), not the row sharing most words with
+# the question.  "most recent" names a period, not a ranking.
+_SUPERLATIVE_RE = re.compile(
+    r"\b(?:which|what)\b[^?.]*?\b(?P<word>most|highest|largest|biggest|greatest|lowest|smallest|least|fewest)\b"
+    r"(?!\s+recent)",
+    re.I,
+)
+_LOWEST_WORDS = frozenset({"lowest", "smallest", "least", "fewest"})
+_ROW_TAG_RE = re.compile(r"^(?P<base>.*?)\s*\((?P<tag>[^()]{2,60})\)$")
+# A total is the sum of the rows it ranks, not one of them.
+_TOTAL_ROW_RE = re.compile(r"^(?:total|consolidated|combined|net\s+(?:sales|revenue)s?$|revenues?$)", re.I)
+_CELL_VALUE_RE = re.compile(r"^(?P<neg>-)?\$?(?P<num>[\d,]*\.?\d+)(?: (?P<unit>thousand|million|billion))?")
+_UNITS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+
+
+def asks_superlative(question: str) -> str | None:
+    """ "max" or "min" when the question asks which of several things ranks first, else None."""
+    m = _SUPERLATIVE_RE.search(question)
+    if not m:
+        return None
+    return "min" if m.group("word").lower() in _LOWEST_WORDS else "max"
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """A statement row tables.py rendered, as it lies in one evidence passage."""
+
+    ev: EvidenceRecord
+    start: int  # offsets in ``ev.text``
+    end: int
+    base: str  # the label without its table tag: "Third-party seller services"
+    tag: str  # "Net Sales" of "Third-party seller services (Net Sales)"
+
+    @property
+    def text(self) -> str:
+        return self.ev.text[self.start : self.end]
+
+    @property
+    def doc_start(self) -> int:
+        return self.ev.char_start + self.start
+
+
+def table_runs(text: str) -> list[list[tuple[int, int, str, str]]]:
+    """The tables in ``text``: runs of rendered rows with one tag, separated by nothing but blank lines, each
+    row as (start, end, label without its tag, tag)."""
+    runs: list[list[tuple[int, int, str, str]]] = [[]]
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        start, pos = pos, pos + len(line)
+        body = line.strip()
+        if not body:
+            continue
+        label = row_label(body) if _ROW_RE.match(body) else None
+        if label is None:
+            runs.append([])  # any other line ends the table
+            continue
+        m = _ROW_TAG_RE.match(label)
+        base, tag = (m.group("base").strip(), m.group("tag").casefold()) if m else (label, "")
+        lead = start + len(line) - len(line.lstrip())
+        if runs[-1] and runs[-1][-1][3] != tag:
+            runs.append([])
+        runs[-1].append((lead, lead + len(body), base, tag))
+    return [r for r in runs if r]
+
+
+def _tables(evidence: Sequence[EvidenceRecord]) -> list[list[TableRow]]:
+    """The tables of all passages, each row once.  A table cut by a passage boundary continues in the next
+    passage of the same document when nothing but whitespace lies between its last row and that passage's
+    first row (a filing's chunks are cut two characters apart); rows that a passage overlapping another
+    reads beyond it continue the table of the row before them."""
+    tables: list[list[TableRow]] = []
+    where: dict[tuple[int, int], int] = {}  # (document, row offset in it) -> its table
+    for ev in sorted(evidence, key=lambda e: (e.document_id, e.char_start, -len(e.text))):
+        for run in table_runs(ev.text):
+            rows = [TableRow(ev, a, b, base, tag) for a, b, base, tag in run]
+            for i, row in enumerate(rows):
+                key = (ev.document_id, row.doc_start)
+                if key in where:
+                    continue  # read already, by an overlapping passage
+                if i > 0:
+                    home = where[(ev.document_id, rows[i - 1].doc_start)]
+                elif tables and _continues(tables[-1][-1], row):
+                    home = len(tables) - 1
+                else:
+                    tables.append([])
+                    home = len(tables) - 1
+                tables[home].append(row)
+                where[key] = home
+    return tables
+
+
+def _continues(last: TableRow, first: TableRow) -> bool:
+    """Whether ``first`` (the first row of its passage) is the row after ``last`` (the last of another)."""
+    return (
+        last.ev is not first.ev
+        and last.ev.document_id == first.ev.document_id
+        and last.tag == first.tag
+        and last.ev.text[last.end :].strip() == ""
+        and first.ev.text[: first.start].strip() == ""
+        and 0 <= first.ev.char_start - last.ev.char_end <= 2
+    )
+
+
+def cell_value(row: str, period_ends: Sequence[str], question: str) -> float | None:
+    """The number in the row's cell for the asked span and period (``focus_table_row``), or None."""
+    focused = focus_table_row(row, period_ends, question)
+    if focused is None:
+        return None
+    cell = focused[0].rpartition(": ")[2]
+    m = _CELL_VALUE_RE.match(cell)
+    if not m:
+        return None
+    value = float(m.group("num").replace(",", "")) * _UNITS.get(m.group("unit") or "", 1.0)
+    return -value if m.group("neg") else value
+
+
+def ranked_table(plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> tuple[TableRow, list[TableRow]] | None:
+    """The row that answers "which ... the highest/lowest ..." and its table, from the evidence, or None.
+
+    Only tables with at least two competing rows for the asked period compete; of those, the ones whose tag
+    names the measure asked ("(Net Sales)" for "revenue"), then the ones with a row the question sets aside
+    ("Other than the Americas, which segment ..." names a row of the segment table, not of the product
+    table).  The table must then be the only one left.  Totals and set-aside rows do not compete; a tie
+    answers nothing.
+    """
+    direction = asks_superlative(plan.original)
+    if direction is None or not plan.period_scope:
+        return None
+    exclude = plan.parsed.exclude
+    asked = set(content_stems(plan.original))
+    asked |= {s for t in list(asked) for s in attribute_synonyms(t)}
+    scored: list[tuple[list[TableRow], list[tuple[float, TableRow]]]] = []
+    for table in _tables(evidence):
+        competing = [
+            (v, r)
+            for r in table
+            if not _TOTAL_ROW_RE.match(r.base)
+            and not mentions_excluded(r.base, exclude)
+            and (v := cell_value(r.text, plan.period_scope, plan.original)) is not None
+        ]
+        if len(competing) >= 2:
+            scored.append((table, competing))
+    for keep in (
+        lambda t: bool(set(content_stems(t[0].tag)) & asked),
+        lambda t: any(mentions_excluded(r.base, exclude) for r in t),
+    ):
+        if len(scored) > 1 and any(keep(t) for t, _c in scored):
+            scored = [(t, c) for t, c in scored if keep(t)]
+    if len(scored) != 1:
+        return None
+    table, competing = scored[0]
+    competing = sorted(competing, key=lambda vr: vr[0], reverse=direction == "max")
+    if competing[0][0] == competing[1][0]:
+        return None
+    return competing[0][1], table
+
+
+def superlative_row(plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> TableRow | None:
+    """The row of ``ranked_table``, or None."""
+    found = ranked_table(plan, evidence)
+    return found[0] if found else None
+
+
 # Measures a qualifier narrows: "Gaming revenue" is one segment's, "operating income" is not net income.
 _MEASURE_STEMS = frozenset(
     stem(w) for w in ("revenue", "revenues", "sales", "income", "earnings", "profit", "expenses", "margin")
@@ -1023,6 +1188,16 @@ class ExtractiveWriter:
             return []
 
         qualified.sort(key=lambda c: (-c.score, c.rank, c.start))
+        top = superlative_row(plan, evidence)
+        if top is not None:
+            # The ranked row is the answer: the other rows are figures of what did not rank first, and the
+            # sentences around the table say what it lists, which the question did not ask.
+            rank = next(i for i, ev in enumerate(evidence) if ev is top.ev)
+            lead = _Candidate.of(top.ev, rank, top.start, top.text, top.text, frozenset(content_stems(top.ev.title)))
+            lead.score, lead.lexical = qualified[0].score, qualified[0].lexical
+            qualified = [lead]
+            if info is not None:
+                info["superlative_row"] = top.base
         best = qualified[0].score
         # When the best sentence is about the measure asked, one about a narrower measure (a segment, a
         # cost of it) supports nothing and reads as a second answer.

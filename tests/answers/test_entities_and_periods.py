@@ -109,6 +109,18 @@ def test_previous_counts_back_from_a_named_period_and_compare_keeps_both() -> No
     assert resolved(appended, ("Apple",)) == {"Apple": {"2022-12-31"}}
 
 
+def test_a_follow_up_that_names_its_own_quarter_is_about_that_quarter_not_the_earlier_turns_year() -> None:
+    follow_up = (
+        "How much did that lift Apple's net sales in Q2 2023: I heard Apple changed its pricing starting "
+        "fiscal 2023. What changed?"
+    )
+    assert [p.label for p in parse_query(follow_up, AS_OF).periods] == ["Q2 2023"]
+    assert resolved(follow_up, ("Apple",)) == {"Apple": {"2023-04-01"}}
+    # Asked alone, the same words name both periods.
+    alone = "How much did the pricing change starting fiscal 2023 lift Apple's net sales in Q2 2023?"
+    assert len(parse_query(alone, AS_OF).periods) == 2
+
+
 def test_a_period_no_document_describes_resolves_to_nothing() -> None:
     assert resolved("Apple revenue in Q1 2019", ("Apple",)) == {}
     assert resolved("Intel revenue in the latest quarter", ("Intel",)) == {}

@@ -52,6 +52,20 @@ FILINGS = {
            "ended June 30, 2023; $237,684 million, six months ended June 30, 2022; $261,741 million, six months "
            "ended June 30, 2023."]
     )),
+    # Two tables of the same measure: products and services (the one the question ranks), then segments.
+    "2023 Q1 AMZN": cover("AMAZON.COM, INC.", "AMZN", "March 31, 2023", "\n\n".join(
+        [f"Amazon describes its revenue recognition for arrangement type {i} in general terms here." for i in range(30)]
+        + ["Net sales by groups of similar products and services is as follows (in millions):"]
+        + [f"{label} (Net Sales): ${a:,} million, three months ended March 31, 2022; ${b:,} million, three months "
+           "ended March 31, 2023."
+           for label, a, b in (("Online stores", 51_129, 51_096), ("Physical stores", 4_591, 4_895),
+                               ("Third-party seller services", 25_335, 29_820), ("AWS", 18_441, 21_354),
+                               ("Consolidated", 116_444, 127_358))]
+        + [f"Segment results are reviewed by the chief operating decision maker, note {i}." for i in range(30)]
+        + [f"{label} (Net Sales): ${a:,} million, three months ended March 31, 2022; ${b:,} million, three months "
+           "ended March 31, 2023."
+           for label, a, b in (("North America", 69_244, 76_881), ("International", 28_759, 29_123))]
+    )),
 }  # fmt: skip
 HANDBOOK = {
     "equipment": ("Equipment", "All TTS employees are issued an Apple iPhone. Laptops are issued by IT."),
@@ -243,3 +257,16 @@ def test_a_question_that_cannot_be_parsed_is_a_coded_400_not_a_500(acme) -> None
 
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "empty_query"
+
+
+def test_which_row_ranks_first_is_answered_from_the_whole_table_the_question_ranks(acme) -> None:
+    body = ask(acme["token"], "Other than its online stores, which of Amazon's revenue categories brought in the "
+               "most money in the quarter ended March 31, 2023?")  # fmt: skip
+
+    assert body["answer"]["abstention"] is None, body["answer"]
+    assert [c["text"] for c in body["answer"]["claims"]] == [
+        "Third-party seller services (Net Sales): $29,820 million, three months ended March 31, 2023"
+    ]
+    assert body["trace"]["ranked_table"]["row"] == "Third-party seller services"
+    # Online stores (set aside) and North America (another table) do not compete.
+    assert "51,096" not in claims(body) and "76,881" not in claims(body)

@@ -51,3 +51,15 @@ def test_a_plural_and_its_singular_are_one_term() -> None:
                              ("boxes", "box"), ("matches", "match"), ("classes", "class"), ("changes", "change")]:  # fmt: skip
         assert stem(plural) == stem(singular), plural
     assert stem("notes") != stem("not")
+
+
+def test_a_quote_that_answers_the_question_after_the_askers_situation_is_strong_enough() -> None:
+    question = (
+        "We're building a product whose authority to operate will come from a partner agency. "
+        "Who do we go to for the privacy threshold analysis?"
+    )
+    answer = "Contact the Privacy Office at the agency granting the ATO for the privacy threshold analysis."
+    assert evidence_strength(plan_question(question, NOW), [answer]) >= 0.45
+    assert evidence_strength(plan_question(question.replace(". Who", ", who"), NOW), [answer]) < 0.45
+    # A quote about the situation alone stays weak.
+    assert evidence_strength(plan_question(question, NOW), ["Partner agencies build products too."]) < 0.45

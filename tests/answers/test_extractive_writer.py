@@ -11,7 +11,15 @@ import pytest
 from answers.contracts import EvidenceRecord, ParsedQuery, QueryPlan
 from answers.support import quote_in_passage
 from answers.verification import verify_claim
-from answers.writers.extractive import ExtractiveWriter, ListBlock, group_list_blocks, split_sentences, writer_release
+from answers.writers.extractive import (
+    ExtractiveWriter,
+    ListBlock,
+    asks_superlative,
+    group_list_blocks,
+    split_sentences,
+    superlative_row,
+    writer_release,
+)
 
 RELEASE_NOTES = (
     "Release N notes\n"
@@ -265,8 +273,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "4"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "4")
+    assert writer_release() == {"name": "extractive", "version": "5"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "5")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -801,3 +809,83 @@ def test_the_parts_of_a_hyphenated_word_are_terms_of_a_sentence() -> None:
 
     stems = content_stems_with_parts("Type ~/.ssh/git-signing-key.")
     assert "git-signing-key" in stems and set(content_stems("git signing key")) <= set(stems)
+
+
+# --------------------------------------------------------------------------- "which ... the most": ranking a table's rows
+
+
+def _row(label: str, q2021: int, q2022: int) -> str:
+    return (
+        f"{label} (Net Sales): ${q2021:,} million, three months ended September 30, 2021; ${q2022:,} million, "
+        "three months ended September 30, 2022."
+    )
+
+
+def _filing_passages() -> list[EvidenceRecord]:
+    """A product table cut by a passage boundary, then a segment table, as three passages of one filing."""
+    first = "Net sales by groups of similar products and services is as follows (in millions):\n\n" + "\n\n".join(
+        [
+            _row("Online stores", 49_942, 53_489),
+            _row("Physical stores", 4_269, 4_694),
+            _row("Third-party seller services", 24_252, 28_666),
+        ]  # fmt: skip
+    )
+    second = "\n\n".join([_row("Cloud services", 16_110, 30_538), _row("Consolidated", 110_812, 127_101)])
+    third = "Segment information:\n\n" + "\n\n".join(
+        [_row("North America", 65_557, 78_843), _row("International", 29_145, 27_720)]
+    )
+    out, start = [], 0
+    for n, text in enumerate((first, second, third)):
+        ev = dataclasses.replace(make_evidence(f"p{n}", text), char_start=start, char_end=start + len(text),
+                                 title="2022 Q3 AMZN.pdf")  # fmt: skip
+        out.append(ev)
+        start += len(text) + (2 if n == 0 else 400)  # the segment table is further down the filing
+    return out
+
+
+def _ranking_plan(question: str, exclude: tuple[str, ...] = ()) -> QueryPlan:
+    return dataclasses.replace(make_plan(question, exclude=exclude), period_scope=("2022-09-30",))
+
+
+def test_it_answers_which_row_ranks_first_from_the_table_the_question_sets_a_row_aside_from() -> None:
+    plan = _ranking_plan(
+        "Other than its online stores, which revenue category brought in the most in the quarter ended "
+        "September 30, 2022?",
+        exclude=("online stores",),
+    )
+
+    claims = ExtractiveWriter().write(plan, _filing_passages())
+
+    # The table continues in the next passage: its row there ranks first; the segment table does not compete.
+    assert claims[0].text == "Cloud services (Net Sales): $30,538 million, three months ended September 30, 2022"
+    assert all("North America" not in c.text and "Online stores" not in c.text for c in claims)
+
+
+def test_it_ranks_by_the_smallest_cell_when_the_question_asks_for_the_lowest() -> None:
+    plan = _ranking_plan(
+        "Besides online stores, which revenue category had the lowest net sales in the quarter ended "
+        "September 30, 2022?",
+        exclude=("online stores",),
+    )
+
+    claims = ExtractiveWriter().write(plan, _filing_passages())
+
+    assert claims[0].text.startswith("Physical stores (Net Sales): $4,694 million")
+
+
+def test_it_does_not_pick_a_table_to_rank_when_two_could_answer() -> None:
+    plan = _ranking_plan("Which group had the highest net sales in the quarter ended September 30, 2022?")
+
+    assert superlative_row(plan, _filing_passages()) is None  # the product table or the segment table?
+    assert asks_superlative("What was Apple's net income in the most recent quarter?") is None
+
+
+def test_the_ranked_set_and_the_ranking_words_are_not_what_a_claim_must_state() -> None:
+    from answers.lexicon import ranking_words
+    from answers.verification import attribute_terms
+
+    question = "Which of Amazon's revenue categories brought in the most money in the quarter ended September 30, 2022?"
+    assert ranking_words(question) == {"category", "brought"}
+    assert "category" not in attribute_terms(make_plan(question))
+    assert "revenu" in attribute_terms(make_plan(question))  # what the row's figure must be a figure of
+    assert ranking_words("What was Amazon's revenue in the most recent quarter?") == frozenset()
