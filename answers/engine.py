@@ -58,9 +58,8 @@ from answers.contracts import (
     to_jsonable,
 )
 from answers.evidence import build_evidence, narrow_to_answer_type, table_records
-from answers.evidence import evidence_id as passage_evidence_id
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import content_stems, version_key
+from answers.lexicon import asks_superlative, content_stems, version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
@@ -76,14 +75,7 @@ from answers.scoping import (
 )
 from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import (
-    ExtractiveWriter,
-    asked_span,
-    asks_superlative,
-    is_heading,
-    ranked_table,
-    scoped_terms,
-)
+from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, ranked_table, scoped_terms
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -120,7 +112,6 @@ __all__ = [
     "retrieve",
     "run_search",
     "search_filters",
-    "to_evidence",
 ]
 
 
@@ -240,36 +231,6 @@ def _doc_texts(perm: PermissionContext, chunks: Sequence[RankedChunk]) -> dict[i
         return {}
     rows = Document.objects.filter(pk__in=ids, acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
     return dict(rows.values_list("id", "text"))
-
-
-def evidence_id(chunk: RankedChunk) -> str:
-    return passage_evidence_id(chunk.document_id, chunk.snapshot_sha256, chunk.char_start, chunk.char_end)
-
-
-def to_evidence(chunks: list[RankedChunk]) -> list[EvidenceRecord]:
-    """Whole chunks as evidence (kept for callers that reuse earlier chunks, e.g. follow-ups)."""
-    return [
-        EvidenceRecord(
-            id=evidence_id(c),
-            document_id=c.document_id,
-            chunk_id=c.chunk_id,
-            canonical_url=c.canonical_url or c.url,
-            title=c.title,
-            source_system=c.source_system,
-            container=c.container,
-            text=c.text,
-            char_start=c.char_start,
-            char_end=c.char_end,
-            snapshot_sha256=c.snapshot_sha256,
-            updated_at=c.updated_at,
-            created_at=c.created_at,
-            version_label=c.version_label,
-            authority_tier=c.authority_tier,
-            scores={"rrf": round(c.rrf, 6), **{f"rank_{k}": v for k, v in c.ranks.items()}},
-            about=dict(c.about or {}),
-        )  # fmt: skip
-        for c in chunks
-    ]
 
 
 # --------------------------------------------------------------------------- entities and periods bind

@@ -356,15 +356,27 @@ _LEADING_CONDITION_RE = re.compile(
 )
 
 
+# The words that make "which ... the most ..." a ranking; "most recent" names a period, not a ranking.
+_SUPERLATIVES = "most|highest|largest|biggest|greatest|lowest|smallest|least|fewest"
+_LOWEST_WORDS = frozenset({"lowest", "smallest", "least", "fewest"})
+_SUPERLATIVE_RE = re.compile(rf"\b(?:which|what)\b[^?.]*?\b(?P<word>{_SUPERLATIVES})\b(?!\s+recent)", re.I)
 # "Which of Amazon's revenue categories brought in the most money …?": the set ranked ("categories"), the verb
 # and the superlative say how the answer is chosen among a table's rows, not what a claim must state.
 _RANKED_SET_RE = re.compile(
     r"\bwhich\s+(?:of\s+(?:the|its|their|our|[\w.&-]+['\u2019]s)\s+)?(?:[\w-]+\s+){0,3}?(?P<set>[\w-]+)\s+"
     r"(?P<verb>had|has|have|brought|brings|bring|made|makes|earned|earns|generated|generates|grew|saw|posted|"
     r"reported|contributed|contributes|accounted|was|were|is|are)\b"
-    r"(?:\s+in)?[^?]*?\b(?P<sup>most|highest|largest|biggest|greatest|lowest|smallest|least|fewest)\b",
+    rf"(?:\s+in)?[^?]*?\b(?P<sup>{_SUPERLATIVES})\b",
     re.I,
 )
+
+
+def asks_superlative(question: str) -> str | None:
+    """ "max" or "min" when the question asks which of several things ranks first, else None."""
+    m = _SUPERLATIVE_RE.search(question)
+    if not m:
+        return None
+    return "min" if m.group("word").lower() in _LOWEST_WORDS else "max"
 
 
 def ranking_words(question: str) -> frozenset[str]:

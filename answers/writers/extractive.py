@@ -23,6 +23,7 @@ from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.lexicon import (
     STOPWORDS,
     asked_clause,
+    asks_superlative,
     attribute_synonyms,
     content_stems,
     content_stems_with_parts,
@@ -670,26 +671,12 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
 
 # "Which of Apple's segments had the highest net sales in the quarter ...?": the answer is the row of one
 # table whose cell for the asked period is the largest (or the smallest), not the row sharing most words with
-# the question.  "most recent" names a period, not a ranking.
-_SUPERLATIVE_RE = re.compile(
-    r"\b(?:which|what)\b[^?.]*?\b(?P<word>most|highest|largest|biggest|greatest|lowest|smallest|least|fewest)\b"
-    r"(?!\s+recent)",
-    re.I,
-)
-_LOWEST_WORDS = frozenset({"lowest", "smallest", "least", "fewest"})
+# the question (``lexicon.asks_superlative``).
 _ROW_TAG_RE = re.compile(r"^(?P<base>.*?)\s*\((?P<tag>[^()]{2,60})\)$")
 # A total is the sum of the rows it ranks, not one of them.
 _TOTAL_ROW_RE = re.compile(r"^(?:total|consolidated|combined|net\s+(?:sales|revenue)s?$|revenues?$)", re.I)
 _CELL_VALUE_RE = re.compile(r"^(?P<neg>-)?\$?(?P<num>[\d,]*\.?\d+)(?: (?P<unit>thousand|million|billion))?")
 _UNITS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
-
-
-def asks_superlative(question: str) -> str | None:
-    """ "max" or "min" when the question asks which of several things ranks first, else None."""
-    m = _SUPERLATIVE_RE.search(question)
-    if not m:
-        return None
-    return "min" if m.group("word").lower() in _LOWEST_WORDS else "max"
 
 
 @dataclass(frozen=True)
@@ -824,12 +811,6 @@ def ranked_table(plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> tuple[T
     if competing[0][0] == competing[1][0]:
         return None
     return competing[0][1], table
-
-
-def superlative_row(plan: QueryPlan, evidence: Sequence[EvidenceRecord]) -> TableRow | None:
-    """The row of ``ranked_table``, or None."""
-    found = ranked_table(plan, evidence)
-    return found[0] if found else None
 
 
 # Measures a qualifier narrows: "Gaming revenue" is one segment's, "operating income" is not net income.
@@ -1188,8 +1169,9 @@ class ExtractiveWriter:
             return []
 
         qualified.sort(key=lambda c: (-c.score, c.rank, c.start))
-        top = superlative_row(plan, evidence)
-        if top is not None:
+        ranked = ranked_table(plan, evidence)
+        if ranked is not None:
+            top = ranked[0]
             # The ranked row is the answer: the other rows are figures of what did not rank first, and the
             # sentences around the table say what it lists, which the question did not ask.
             rank = next(i for i, ev in enumerate(evidence) if ev is top.ev)

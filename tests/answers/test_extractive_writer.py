@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 import pytest
 
 from answers.contracts import EvidenceRecord, ParsedQuery, QueryPlan
+from answers.lexicon import asks_superlative
 from answers.support import quote_in_passage
 from answers.verification import verify_claim
 from answers.writers.extractive import (
     ExtractiveWriter,
     ListBlock,
-    asks_superlative,
     group_list_blocks,
+    ranked_table,
     split_sentences,
-    superlative_row,
     writer_release,
 )
 
@@ -876,7 +876,7 @@ def test_it_ranks_by_the_smallest_cell_when_the_question_asks_for_the_lowest() -
 def test_it_does_not_pick_a_table_to_rank_when_two_could_answer() -> None:
     plan = _ranking_plan("Which group had the highest net sales in the quarter ended September 30, 2022?")
 
-    assert superlative_row(plan, _filing_passages()) is None  # the product table or the segment table?
+    assert ranked_table(plan, _filing_passages()) is None  # the product table or the segment table?
     assert asks_superlative("What was Apple's net income in the most recent quarter?") is None
 
 
