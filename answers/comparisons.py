@@ -34,8 +34,11 @@ _WHOSE = re.compile(
     rf"^whose\s+(?P<measure>.+?)\s+(?:was|is|were|are)\s+{_DIR}\s*:\s*(?P<a>.+?)\s+or\s+(?P<b>[^?]+?)\s*\??$", re.I
 )
 # "How much larger were Amazon's AWS net sales than Microsoft's Intelligent Cloud revenue in the quarter ended ...?"
+# "How many percentage points higher was Apple's Services gross margin percentage than its Products gross margin
+# percentage in the quarter ended June 25, 2022?": the same, for two percentages.
 _HOW_MUCH = re.compile(
-    rf"^how\s+much\s+{_DIR}\s+(?:was|is|were|are)\s+(?P<a>.+?)\s+than\s+(?P<b>.+?)"
+    rf"^how\s+(?:much|many\s+(?P<points>percentage\s+points|points))\s+{_DIR}\s+(?:was|is|were|are)\s+(?P<a>.+?)"
+    rf"\s+than\s+(?P<b>.+?)"
     rf"(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
     re.I,
 )
@@ -101,12 +104,15 @@ class FigureComparison:
     subject_first: bool = False
     # "By how much did it grow": the answer is the change, not a yes or no.
     how_much: bool = False
+    # "How many percentage points higher": two percentages, and their difference in points.
+    points: bool = False
 
 
 @dataclass(frozen=True)
 class Amount:
-    text: str  # as the claim states it: "$2,043 million"
-    millions: Decimal
+    text: str  # as the claim states it: "$2,043 million", or "71.5%"
+    millions: Decimal  # the amount in millions of dollars; for a percentage, the percentage itself
+    percent: bool = False
 
 
 def _clean(s: str) -> str:
@@ -136,9 +142,12 @@ def split_comparison(question: str) -> FigureComparison | None:
     if m := _HOW_MUCH.match(q):
         ctx = _clean(m.group("ctx") or "")
         a, b = _clean(m.group("a")), _clean(m.group("b"))
+        owner = _POSSESSOR.match(a)
+        if owner is not None and re.match(r"(?:its|their)\s", b, re.I):
+            b = re.sub(r"^(?:its|their)\b", f"{_clean(owner.group('who'))}'s", b, flags=re.I)  # "its Products ..."
         kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         parts2 = (Part(_clean(f"What was {a} {ctx}") + "?", a), Part(_clean(f"What was {b} {ctx}") + "?", b))
-        return FigureComparison(kind, parts2, q, subject_first=True)
+        return FigureComparison(kind, parts2, q, subject_first=True, points=bool(m.group("points")))
     if m := _WHICH_COMPANY.match(q):
         measure = _clean(m.group("measure"))
         sides: list[Part] = []
@@ -191,6 +200,18 @@ def first_amount(text: str) -> Amount | None:
     return Amount(m.group(0).strip(), -value if m.group("neg") else value)
 
 
+_PERCENT = re.compile(r"(?P<neg>-)?(?<![\d.,])(?P<num>\d+(?:\.\d+)?)\s?%")
+
+
+def first_percent(text: str) -> Amount | None:
+    """The first percentage a claim states ("71.5%")."""
+    m = _PERCENT.search(text)
+    if m is None:
+        return None
+    value = Decimal(m.group("num"))
+    return Amount(m.group(0).strip(), -value if m.group("neg") else value, percent=True)
+
+
 _MONTHS = (
     "January",
     "February",
@@ -210,9 +231,14 @@ _CELL = re.compile(
     r"(?P<amount>-?\$[\d,]+(?:\.\d+)?(?: (?:thousand|million|billion))?), (?P<span>three|six|nine|twelve) months "
     r"ended (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})"
 )
+# A percentage cell: "71.5%, three months ended June 25, 2022".
+_PERCENT_CELL = re.compile(
+    r"(?<![\w.,$-])(?P<amount>-?\d+(?:\.\d+)?%), (?P<span>three|six|nine|twelve) months ended "
+    r"(?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})"
+)
 
 
-def amount_for_period(text: str, period_ends: tuple[str, ...], label: str = "") -> Amount | None:
+def amount_for_period(text: str, period_ends: tuple[str, ...], label: str = "", percent: bool = False) -> Amount | None:
     """The amount of a statement row's column for the resolved quarter (an ISO period end), preferring the
     three-month column; None when the text has no such cell.  "Net sales (AWS): $16,110 million, three
     months ended September 30, 2021; $20,538 million, three months ended September 30, 2022" for the
@@ -224,16 +250,19 @@ def amount_for_period(text: str, period_ends: tuple[str, ...], label: str = "") 
         except ValueError:
             continue
         wanted.add(f"{_MONTHS[month - 1]} {day}, {year}")
-    cells = [m for m in _CELL.finditer(text) if m.group("date") in wanted]
+    cell_re = _PERCENT_CELL if percent else _CELL
+    cells = [m for m in cell_re.finditer(text) if m.group("date") in wanted]
     named = re.search(rf"\b({'|'.join(_MONTHS)})\s+(?:\d{{1,2}},\s+)?((?:19|20)\d{{2}})\b", label)
     if not cells and named:
         # No resolved period end: the part's own words ("the September 2022 quarter") name month and year.
         name, number = named.group(1), named.group(2)
         cells = [
-            m for m in _CELL.finditer(text) if m.group("date").startswith(name) and m.group("date").endswith(number)
+            m for m in cell_re.finditer(text) if m.group("date").startswith(name) and m.group("date").endswith(number)
         ]
     cells.sort(key=lambda m: m.group("span") != "three")
-    return first_amount(cells[0].group("amount")) if cells else None
+    if not cells:
+        return None
+    return first_percent(cells[0].group("amount")) if percent else first_amount(cells[0].group("amount"))
 
 
 def _money(millions: Decimal) -> str:
@@ -262,6 +291,10 @@ def conclude(comparison: FigureComparison, a: Amount, b: Amount) -> str:
         return f"{verdict}. It {verb} from {a.text} ({pa.label}) to {b.text} ({pb.label}), by {diff}."
     if a.millions == b.millions:
         return f"Neither: {pa.label} and {pb.label} were equal ({a.text})."
+    if comparison.points:
+        rel = "higher" if a.millions > b.millions else "lower"
+        gap = abs(a.millions - b.millions)
+        return f"{_cap(pa.label)} ({a.text}) was {gap} percentage points {rel} than {pb.label} ({b.text})."
     if comparison.subject_first:
         rel = "larger" if a.millions > b.millions else "smaller"
         return f"{_cap(pa.label)} ({a.text}) was {rel} than {pb.label} ({b.text}), by {diff}."
@@ -275,4 +308,13 @@ def _cap(label: str) -> str:
     return label[:1].upper() + label[1:]
 
 
-__all__ = ["Amount", "FigureComparison", "Part", "amount_for_period", "conclude", "first_amount", "split_comparison"]
+__all__ = [
+    "Amount",
+    "FigureComparison",
+    "Part",
+    "amount_for_period",
+    "conclude",
+    "first_amount",
+    "first_percent",
+    "split_comparison",
+]

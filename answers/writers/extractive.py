@@ -41,7 +41,7 @@ WRITER_NAME = "extractive"
 # 4: a measure narrowed by words the question does not use ("Gaming revenue" for "revenue"), and a table
 #    row with no cell for the asked span and period (nine months only, for "the quarter ended ..."), rank lower
 # 5: "which ... the highest ..." is answered by the row of one table that ranks first on the asked period's cell
-WRITER_VERSION = "5"
+WRITER_VERSION = "6"
 
 
 def writer_release() -> dict[str, str]:
@@ -590,6 +590,10 @@ _CELL_RE = re.compile(
     r"^(?P<value>-?\$?[\d,.]+(?: (?:million|thousand|billion))?%?|[\d,.]+ (?:million|thousand) shares)"
     r", (?:(?P<span>three|six|nine|twelve) months ended )?(?P<month>[A-Z][a-z]+) (?P<day>\d{1,2}), (?P<year>\d{4})$"
 )
+# A change column's cell (tables.py): "-6%, change from the three months ended June 25, 2022".
+_CHANGE_CELL_RE = re.compile(
+    r"^-?\$?[\d,.]+(?: (?:million|thousand|billion))?%?, (?:percentage change|change in dollars|change) from the "
+)
 _ASKED_SPAN_RE = re.compile(
     r"\b(six|nine|twelve)[ -]months?\b|\b(first half|half[ -]year)\b|\b(fiscal )?year ended\b", re.I
 )
@@ -651,6 +655,8 @@ def focus_table_row(sentence: str, period_ends: Sequence[str], question: str) ->
     cells = m.group("cells").split("; ")
     hits = []
     for i, cell in enumerate(cells):
+        if _CHANGE_CELL_RE.match(cell.strip()):
+            continue  # "5%, change from the three months ended June 25, 2022": not a figure of a period
         c = _CELL_RE.match(cell.strip())
         if not c or c.group("month").lower() not in _MONTHS:
             return None  # not a row tables.py rendered: leave it alone
@@ -1203,16 +1209,20 @@ class ExtractiveWriter:
         if info is not None:
             # The engine's weak-evidence threshold reads these (idf-weighted query coverage).
             info["scores"] = {f"c{i}": round(c.lexical, 4) for i, c in enumerate(chosen, start=1)}
-        claims = []
-        for i, c in enumerate(chosen, start=1):
+        claims: list[DraftClaim] = []
+        for c in chosen:
             text, quote = c.text, c.quote or c.text
             focused = None if c.quote else focus_table_row(c.text, plan.period_scope, plan.original)
             if focused is not None:
                 # The first cell is a prefix of the row and quotes itself; a later one cites the whole row.
                 text = focused[0]
                 quote = text if focused[1] else c.text
+            if any(d.text == text for d in claims):
+                continue  # the same figure in two tables (a note and the MD&A), focused to the same cell
             claims.append(
-                DraftClaim(id=f"c{i}", text=text, citations=(Citation(evidence_id=c.evidence_id, quote=quote),))
+                DraftClaim(
+                    id=f"c{len(claims) + 1}", text=text, citations=(Citation(evidence_id=c.evidence_id, quote=quote),)
+                )
             )
         return claims
 

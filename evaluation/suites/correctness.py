@@ -299,12 +299,13 @@ def markdown(splits: dict[str, Any], corpus_line: str) -> str:
 
 
 def run(limit: int | None = None, progress: bool = True, split: str = "all", fresh: bool = False,
-        ids: Iterable[str] | None = None, workers: int = 1, full_corpus: bool = False,
+        ids: Iterable[str] | None = None, workers: int = 1, full_corpus: bool = False, data: Path | None = None,
         **_: Any) -> SuiteResult:  # fmt: skip
 
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    items = select(load_items(), split, limit, ids)
+    path = data or DATA
+    items = select(load_items(path), split, limit, ids)
     # A selection searches only its own documents unless asked otherwise: quick to load, but an easier search
     # than the whole corpus, so a selection's figures compare with the headline ones only with full_corpus.
     if (limit or ids is not None) and not full_corpus:
@@ -326,11 +327,18 @@ def run(limit: int | None = None, progress: bool = True, split: str = "all", fre
                                                "workers": workers, "full_corpus": full_corpus},
                "corpus": {"documents": n_docs, "synced_now": corpus.synced_now, "load_seconds": round(load_s, 1),
                           "not_indexed": corpus.failed_documents}, "goals": GOALS,
-               "dataset": {"path": str(DATA.relative_to(Path(settings.BASE_DIR))), "items": len(items)}}  # fmt: skip
+               "dataset": {"path": _shown(path), "items": len(items)}}  # fmt: skip
     res = SuiteResult("correctness", metrics, {"turns": rows}, markdown(splits, corpus_line), started_at=started)
     res.plots["per_category"] = _plot(splits)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _shown(path: Path) -> str:
+    """The question file as the report names it: relative to the project when it lies inside it."""
+    resolved = path.resolve()
+    base = Path(settings.BASE_DIR).resolve()
+    return str(resolved.relative_to(base)) if resolved.is_relative_to(base) else str(resolved)
 
 
 def _plot(splits: dict[str, Any]) -> Any:

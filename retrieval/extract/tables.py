@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date, datetime
 
 _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
@@ -33,12 +34,23 @@ _MONTH_DAY = re.compile(rf"\b({_MONTH})\s+(\d{{1,2}}),?")
 _YEAR = re.compile(r"\b((?:19|20)\d{2})\b")
 _GROUP = re.compile(r"\b(Three|Six|Nine|Twelve)\s+Months\s+Ended\b", re.IGNORECASE)
 # A header paragraph holds nothing but period words, month names, days, years and commas.
-_HEADER_TOKEN = re.compile(rf"^(?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended|{_MONTH}|\d{{1,2}},?|(?:19|20)\d{{2}}|,)$")
-_UNIT = re.compile(r"\(\s*in\s+(millions|thousands|billions)\b([^)]*)", re.IGNORECASE)
+# MD&A tables add change columns after each group's dates: Apple "2022 Change", Microsoft "Percentage Change",
+# NVIDIA "$ Change % Change" and "Quarter-over-Quarter Change Year-over-Year Change".
+_CHANGE = re.compile(r"(?:(?P<kind>Quarter-over-Quarter|Year-over-Year|Percentage|\$|%)\s+)?Change\b")
+_CHANGE_WORD = r"Change|Percentage|Quarter-over-Quarter|Year-over-Year|\$|%"
+_HEADER_TOKEN = re.compile(
+    rf"^(?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended|{_MONTH}|\d{{1,2}},?|(?:19|20)\d{{2}}|,|{_CHANGE_WORD})$"
+)
+# "(In millions)", and the MD&A's "(dollars in millions)" (Apple) and "($ in millions)" (NVIDIA).
+_UNIT = re.compile(r"\(\s*(?:dollars\s+|\$\s*)?in\s+(millions|thousands|billions)\b([^)]*)", re.IGNORECASE)
 _VALUE = re.compile(r"^(?:\(?\$?\(?[\d,]*\d(?:\.\d+)?\)?%?|—|–|-)$")
 # A short title line inside a table, without the colon: "Revenue", "Operating Income", "Client Computing",
 # "Operating Income (Loss)" (Amazon's segment table; its rows would otherwise read "International: -$911").
 _SECTION_TITLE = re.compile(r"^[A-Z][A-Za-z&'’-]*(?: \(?[A-Za-z&'’-]+\)?){0,3}$")
+# "5 %" in Apple's and NVIDIA's change columns: one value, as "(6)%" is.
+_SPACED_PERCENT = re.compile(r"(?<=\s)(\(?\d[\d,.]*\)?) %(?=\s|$)")
+# A section title ending its line: "Greater China:", "Operating expenses:" (no figures, a few words).
+_SECTION_LINE = re.compile(r"^[A-Z][A-Za-z&'’ -]{0,60}:$")
 _UNIT_WORD = {"millions": "million", "thousands": "thousand", "billions": "billion"}
 # The sentence that introduces a notes table: "Stock-based compensation expense is as follows (in millions):",
 # "The components of inventories were as follows:", "... consisted of the following:". Its subject qualifies
@@ -84,6 +96,10 @@ def _is_header(paragraph: str) -> bool:
 
 def _columns(header: Sequence[str]) -> list[str]:
     joined = " ".join(header)
+    if not re.search(r"\d", joined):
+        return []
+    changes = [m.group("kind") or "" for m in _CHANGE.finditer(joined)]
+    joined = re.sub(rf"(?:{_CHANGE_WORD})(?=\s|$)", " ", _CHANGE.sub(" ", joined))
     groups = [g.lower() + " months ended" for g in _GROUP.findall(joined)]
     rest = _GROUP.sub(" ", joined)
     days = _MONTH_DAY.findall(rest)
@@ -105,7 +121,48 @@ def _columns(header: Sequence[str]) -> list[str]:
         dates = [f"{groups[i // per]} {d}" for i, d in enumerate(dates)]
     # Two columns with one label: the header's spans were not found ("June 25, 2022" for the quarter
     # and for the nine months); labelling would misstate one of them.
-    return dates if len(set(dates)) == len(dates) else []
+    if len(set(dates)) != len(dates):
+        return []
+    return _with_changes(dates, max(1, len(groups)), changes) if changes else dates
+
+
+def _ended(column: str) -> date | None:
+    found = re.search(r"([A-Z][a-z]+) (\d{1,2}), (\d{4})$", column)
+    try:
+        return datetime.strptime(" ".join(found.groups()), "%B %d %Y").date() if found else None
+    except ValueError:
+        return None
+
+
+def _with_changes(dates: list[str], groups: int, changes: list[str]) -> list[str]:
+    """Each group's dates followed by its change columns, labelled with the two periods they compare; [] when
+    that is not certain (the changes do not divide among the groups, a plain change between other than two
+    periods, dates that do not parse)."""
+    if len(changes) % groups or len(dates) % groups:
+        return []
+    per_dates, per_changes = len(dates) // groups, len(changes) // groups
+    columns: list[str] = []
+    for g in range(groups):
+        own = dates[g * per_dates : (g + 1) * per_dates]
+        ends = [e for e in (_ended(d) for d in own) if e is not None]
+        if len(ends) != len(own):
+            return []
+        by_age = sorted(range(len(own)), key=lambda i: ends[i], reverse=True)  # newest first
+        columns.extend(own)
+        for kind in changes[g * per_changes : (g + 1) * per_changes]:
+            if kind in ("Quarter-over-Quarter", "Year-over-Year") and len(own) == 3:
+                # NVIDIA: this quarter, the quarter before, the same quarter a year before.
+                older = by_age[1] if kind == "Quarter-over-Quarter" else by_age[2]
+            elif len(own) == 2:
+                older = by_age[1]
+            else:
+                return []
+            what = {"$": "change in dollars", "%": "percentage change", "Percentage": "percentage change"}.get(
+                kind, "change"
+            )
+            # The column follows the period it is the change of: naming the earlier period is enough.
+            columns.append(f"{what} from the {own[older]}")
+    return columns
 
 
 _FOOTNOTE = re.compile(r"^\(\d\)$")
@@ -150,10 +207,16 @@ def _split_glued(paragraph: str, columns: int) -> list[str] | None:
             out.append(" ".join([*label, *run]))
             label = []
         i = j
-    if len(out) < 2:
+    tail = " ".join(label)
+    if len(out) == 1 and not _SECTION_LINE.match(tail):
+        # One row alone is split off only when what follows it is the next section's title: Apple's segment
+        # note prints "Operating income $ 7,995 $ 7,124 $ 27,380 $ 27,174 Greater China:" as one line, and
+        # without the split the next rows would still read as Europe's.
         return None
-    if label:
-        out.append(" ".join(label))
+    if not out:
+        return None
+    if tail:
+        out.append(tail)
     return out
 
 
@@ -187,13 +250,13 @@ def _split_row(paragraph: str, columns: int = 0) -> tuple[str, list[str]] | None
 def _render_value(raw: str, unit: str, shares: bool, per_share: bool) -> str | None:
     if raw in ("—", "–", "-"):
         return None  # a dash is "none" in these statements; saying "$— million" helps no one
-    negative = raw.startswith("(") or raw.endswith(")")
-    number = raw.strip("()$")
+    negative = raw.startswith("(") or raw.endswith(")") or raw.endswith(")%")
+    percent = raw.endswith("%")
+    number = raw.rstrip("%").strip("()$")
     if number.startswith("$"):
         number = number[1:]
-    percent = number.endswith("%")
     if percent:
-        return ("-" if negative else "") + number
+        return ("-" if negative else "") + number + "%"  # "(6)%" -> "-6%"
     has_dollar = "$" in raw
     decimal = "." in number
     sign = "-" if negative else ""
@@ -213,7 +276,10 @@ def _header_prefix(text: str) -> tuple[str, str]:
     return " ".join(words[:i]), " ".join(words[i:])
 
 
-_PERCENT_TABLE = re.compile(r"\b(?:expressed\s+)?as\s+a\s+percent(?:age)?\s+of\b", re.I)
+_PERCENT_TABLE = re.compile(
+    r"\b(?:expressed\s+)?as\s+a\s+percent(?:age)?\s+of\s+(?:total\s+)?(?P<of>(?:net\s+)?(?:revenue|sales|net\s+sales))\b",
+    re.I,
+)
 
 
 def _lower_first(words: str) -> str:
@@ -250,7 +316,8 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
     fresh = False  # columns were just found and no row has used them yet
     # "... items in our Condensed Consolidated Statements of Income expressed as a percentage of revenue":
     # the table below prints percentages without the sign, so "$26.1" would misstate them.
-    percent_table = False
+    percent_of = ""  # what a percentages table's cells are a share of ("revenue"), else ""
+    last_label = ""  # the row above, which a "Percentage of total net sales" row is about
     pending = list(paragraphs)
     pending.reverse()
     while pending:
@@ -261,6 +328,9 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         unit_match = _UNIT.search(para, tail_start) if tail_start >= 0 else None
         if unit_match:
             unit, unit_note = _UNIT_WORD[unit_match.group(1).lower()], unit_match.group(2).lower()
+            # A unit line starts a table of amounts: the percentages table above it has ended (NVIDIA prints its
+            # segment table, "($ in millions)", right after the one "expressed as a percentage of revenue").
+            percent_of = ""
             # Intel prints the groups first, then one paragraph holding the unit line, the dates and the
             # first row: "(In Millions, ...; Unaudited) Sep 30, 2023 Oct 1, 2022 ... Net revenue $ 14,158 ...".
             groups_before = header if header and not _MONTH_DAY.search(" ".join(header)) else []
@@ -298,7 +368,21 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
                 columns, fresh = found, True
             out.append(para)
             continue
+        if header:
+            # Apple's product note: the header's last year and the first row are one line ("2022 iPhone $ 51,334
+            # $ 50,570 ..."); the year completes the header, the rest is the first row.
+            dates, rest = _header_prefix(para)
+            found = _columns([*header, dates]) if dates and rest else []
+            if found:
+                header, columns, fresh = [], found, True
+                out.append(dates)
+                pending.append(rest)
+                continue
         header = []
+        if columns and pending and re.search(r"(?:&|\band)$", para) and len(para) < 60 and not re.search(r"\d", para):
+            # NVIDIA breaks "Compute & Networking $ 3,816 ..." after the ampersand: one row label, not a section.
+            pending[-1] = f"{para} {pending[-1]}"
+            continue
         glued_groups = _GLUED_GROUPS.search(para)
         if glued_groups:
             columns, section, measure, title, fresh = [], "", "", "", False
@@ -308,20 +392,23 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             continue
         if len(para) > 150 and para.endswith(".") or para.startswith("See accompanying"):
             columns, section, measure, title, caption, fresh = [], "", "", "", "", False  # prose: the table ended
-            percent_table = bool(_PERCENT_TABLE.search(para))
+            percent_match = _PERCENT_TABLE.search(para)
+            percent_of = percent_match.group("of").lower() if percent_match else ""
         elif para.isupper() and not para.endswith(":"):
             caption = ""  # a statement's title ("CONDENSED CONSOLIDATED STATEMENTS OF INCOME")
         elif para.endswith(":") and (introduced := _caption(para)):
             caption = introduced
-        glued = _split_glued(para, len(columns)) if columns else None
+        # Apple's and NVIDIA's change columns print "5 %": one value, as the other rows' "(6)%" is.
+        cells = _SPACED_PERCENT.sub(r"\1%", para) if columns else para
+        glued = _split_glued(cells, len(columns)) if columns else None
         if glued:
             pending.extend(reversed(glued))  # each row goes through the rules below on its own
             continue
-        row = _split_row(para, len(columns)) if columns else None
-        if row is None and columns and title and _unlabelled_values(para, len(columns)):
+        row = _split_row(cells, len(columns)) if columns else None
+        if row is None and columns and title and _unlabelled_values(cells, len(columns)):
             # Intel's segment table: "Client Computing", its rows, then the segment's total printed without
             # a label ("6,780 7,678 12,547 17,000"); the rows after it belong to the measure again.
-            row = (f"Total {title}", _unlabelled_values(para, len(columns)) or [])
+            row = (f"Total {title}", _unlabelled_values(cells, len(columns)) or [])
         if row is None or len(row[1]) != len(columns):
             if columns and para.endswith(":") and not re.search(r"\d", para) and len(para) < 80:
                 section, measure, title = para[:-1].strip(), para[:-1].strip(), ""
@@ -343,7 +430,9 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
         # "Year-over-year Percentage Growth (Decline):" and "Net Sales Mix:" rows hold percentages
         # printed without the sign; "$27" would misstate them.
         percent = (
-            not per_share and not shares and (percent_table or bool(re.search(r"percent|\bmix\b|\bgrowth\b", context)))
+            not per_share
+            and not shares
+            and (bool(percent_of) or bool(re.search(r"percent|\bmix\b|\bgrowth\b", context)))
         )
         share_unit = ""
         if shares:
@@ -361,7 +450,13 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             out.append(para)
             continue
         name = label
-        is_total = label.lower().startswith("total")
+        if re.match(r"(?:percentage|percent|%) of\b", label, re.I) and last_label:
+            # Apple prints each expense's share of net sales on the line below it: "Percentage of total net sales".
+            name = label = f"{last_label}, {_lower_first(label)}"
+        last_label = label
+        # "Net cash used in financing activities" closes its section as a total does: the rows after it
+        # ("Change in cash and cash equivalents") are not financing activities.
+        is_total = label.lower().startswith(("total", "net cash"))
         if title and not is_total:
             name = f"{label} ({title}, {_lower_first(measure)})"  # "Desktop (Client Computing, net revenue)"
         elif title:
@@ -370,6 +465,9 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             name = f"{label} ({_lower_first(section)})"
         elif caption and not section and caption.split()[-1].lower() not in label.lower():
             name = f"{label} ({caption})"  # "Sales and marketing (stock-based compensation expense)"
+        if percent_of:
+            # "Net income, as a percentage of revenue: 11.5%": not the amount a "how much" question asks for.
+            name = f"{name}, as a percentage of {percent_of}"
         if is_total and title:
             title = ""  # a segment's total closes the segment; the measure's rows go on
         elif is_total:

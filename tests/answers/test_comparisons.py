@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from answers.comparisons import conclude, first_amount, split_comparison
+from answers.comparisons import Amount, amount_for_period, conclude, first_amount, first_percent, split_comparison
 
 
 def test_which_of_two_measures_is_larger_becomes_one_question_per_measure() -> None:
@@ -180,3 +180,34 @@ def test_which_company_had_the_higher_figure_and_by_how_much_is_one_comparison()
     ]
     text = conclude(c, first_amount("Net income: $6,188 million"), first_amount("Net income (loss): $1,473 million"))
     assert text.endswith("by $4,715 million ($4.72 billion).")
+
+
+def test_how_many_percentage_points_higher_is_the_difference_of_two_percentages() -> None:
+    c = split_comparison(
+        "How many percentage points higher was Apple's Services gross margin percentage than its Products gross "
+        "margin percentage in the quarter ended June 25, 2022?"
+    )
+    assert c is not None and c.points
+    # "its" is Apple's: the second lookup names the company, as the first does.
+    assert [p.question for p in c.parts] == [
+        "What was Apple's Services gross margin percentage in the quarter ended June 25, 2022?",
+        "What was Apple's Products gross margin percentage in the quarter ended June 25, 2022?",
+    ]
+    services = amount_for_period(
+        "Services (gross margin percentage): 71.5%, three months ended June 25, 2022; 69.8%, three months ended "
+        "June 26, 2021; 72.2%, nine months ended June 25, 2022.", ("2022-06-25",), percent=True,
+    )  # fmt: skip
+    products = amount_for_period(
+        "Products (gross margin percentage): 34.5%, three months ended June 25, 2022; 36.0%, three months ended "
+        "June 26, 2021.", ("2022-06-25",), percent=True,
+    )  # fmt: skip
+    assert services is not None and products is not None
+    assert (services.text, products.text) == ("71.5%", "34.5%")
+    assert conclude(c, services, products) == (
+        "Apple's Services gross margin percentage (71.5%) was 37.0 percentage points higher than Apple's Products "
+        "gross margin percentage (34.5%)."
+    )
+    # A percentage stated in prose is read when no cell names the quarter.
+    assert first_percent("Services gross margin percentage was 71.5% in the quarter.") == Amount(
+        "71.5%", Decimal("71.5"), percent=True
+    )

@@ -273,8 +273,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "5"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "5")
+    assert writer_release() == {"name": "extractive", "version": "6"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "6")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -507,6 +507,34 @@ def test_a_table_row_stays_whole_without_a_resolved_period_or_with_no_single_mat
         row_claim("revenue in the quarter ended July 30, 2023 and a year earlier", ("2023-07-30", "2022-07-31"))[0]
         == REVENUE_ROW
     )
+
+
+def test_a_row_with_change_columns_answers_with_only_the_cell_of_the_quarter_asked_about() -> None:
+    # NVIDIA's MD&A summary: three quarters, then the changes from the quarter before and from a year before.
+    row = (
+        "Net income: $6,188 million, three months ended July 30, 2023; $2,043 million, three months ended April 30, "
+        "2023; $656 million, three months ended July 31, 2022; 203%, change from the three months ended April 30, "
+        "2023; 843%, change from the three months ended July 31, 2022."
+    )
+    plan = dataclasses.replace(
+        make_plan("What was NVIDIA's net income in the quarter ended July 30, 2023?", text="net income quarter"),
+        period_scope=("2023-07-30",),
+    )
+    evidence = [make_evidence("T1", row)]
+    (claim,) = ExtractiveWriter().write(plan, evidence, max_claims=1)
+    assert claim.text == "Net income: $6,188 million, three months ended July 30, 2023"
+    # The same figure in the statement of income is said once.
+    statement = make_evidence("T2", "Net income: $6,188 million, three months ended July 30, 2023; $656 million, "
+                                    "three months ended July 31, 2022.")  # fmt: skip
+    claims = ExtractiveWriter().write(plan, [*evidence, statement])
+    assert [c.text for c in claims] == ["Net income: $6,188 million, three months ended July 30, 2023"]
+    # The quarter a change is counted from is not a cell of that quarter: April 30 has its own cell.
+    earlier = dataclasses.replace(
+        make_plan("What was NVIDIA's net income in the quarter ended April 30, 2023?", text="net income quarter"),
+        period_scope=("2023-04-30",),
+    )
+    (claim,) = ExtractiveWriter().write(earlier, evidence, max_claims=1)
+    assert claim.text == "Net income: $2,043 million, three months ended April 30, 2023"
 
 
 # --------------------------------------------------------------------------- what the question asks about

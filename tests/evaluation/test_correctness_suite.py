@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from evaluation import correctness_scoring as cs
 from evaluation.suites import correctness
@@ -73,6 +74,23 @@ def test_every_labelled_question_names_a_demo_user_and_what_a_correct_answer_sta
                 assert not turn["facts"], item["id"]
         if item["category"] == "restricted_non_reader":
             assert item["expect"] == "abstain" and item["turns"][0]["passages"], item["id"]
+
+
+def test_the_table_probes_are_questions_in_the_labelled_sets_format() -> None:
+    # The thirteenth round's own questions about the re-rendered 10-Q tables (docs/evaluation.md), asked with
+    # `manage.py evaluate --suite correctness --data evaluation/data/table_probes_r13.jsonl`.
+    probes = correctness.load_items(correctness.DATA.parent / "table_probes_r13.jsonl")
+    assert len(probes) == 16 and len({p["id"] for p in probes}) == 16
+    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
+    for probe in probes:
+        assert probe["user"] == "carol" and probe["expect"] == "answer" and probe["turns"][0]["facts"]
+
+
+def test_evaluate_refuses_a_question_file_that_is_not_there() -> None:
+    with pytest.raises(CommandError, match="--data"):
+        call_command("evaluate", "--suite", "correctness", "--data", "evaluation/data/no-such-file.jsonl")
+    with pytest.raises(CommandError, match="--data"):
+        call_command("evaluate", "--suite", "retrieval", "--data", str(correctness.DATA))
 
 
 def test_every_wiki_gold_quote_is_in_its_page() -> None:

@@ -609,8 +609,22 @@ def test_a_table_introduced_as_percentages_of_revenue_keeps_its_cells_percentage
             "Consolidated Statements of Income expressed as a percentage of revenue.",
             "Three Months Ended April 30, 2023 May 1, 2022", "Research and development 26.1 19.5"]  # fmt: skip
     assert table_statements(page)[-1] == (
-        "Research and development: 26.1%, three months ended April 30, 2023; 19.5%, three months ended May 1, 2022."
+        "Research and development, as a percentage of revenue: 26.1%, three months ended April 30, 2023; 19.5%, "
+        "three months ended May 1, 2022."
     )
+    # The segment table NVIDIA prints right after it, under its own unit line, holds dollars again; its first
+    # label is broken after the ampersand.
+    segments = [*page, "Revenue by Reportable Segments", "Three Months Ended",
+                "April 30, 2023 May 1, 2022 $ Change % Change", "($ in millions)", "Compute &",
+                "Networking $ 4,460 $ 3,672 $ 788 21 %", "Graphics 2,732 4,616 (1,884) (41)%"]  # fmt: skip
+    assert table_statements(segments)[-2:] == [
+        "Compute & Networking: $4,460 million, three months ended April 30, 2023; $3,672 million, three months "
+        "ended May 1, 2022; $788 million, change in dollars from the three months ended May 1, 2022; 21%, "
+        "percentage change from the three months ended May 1, 2022.",
+        "Graphics: $2,732 million, three months ended April 30, 2023; $4,616 million, three months ended May 1, "
+        "2022; -$1,884 million, change in dollars from the three months ended May 1, 2022; -41%, percentage change "
+        "from the three months ended May 1, 2022.",
+    ]
     # The next prose paragraph ends that table: a later statement's amounts are dollars again.
     later = [*page, "The following table sets forth our revenue by specialized markets for the periods "
              "indicated, in millions of dollars, as reported in our statements of income for the quarter.",
@@ -723,3 +737,91 @@ def test_it_labels_a_table_whose_groups_end_the_prose_and_whose_unit_follows_the
     stale = ["(In millions)", "Three Months Ended September 30, 2023 2022", "Revenue 10 20", "(In millions)",
              "Gaming 2,856 1,574"]  # fmt: skip
     assert table_statements(stale)[-1] == "Gaming 2,856 1,574"
+
+
+def test_a_row_glued_to_the_next_segments_title_does_not_carry_the_segment_before_it() -> None:
+    # Apple's segment note prints a segment's last row and the next segment's title on one line; the rows after it
+    # are Greater China's, not Europe's.
+    note = ["(In millions)", "Three Months Ended", "July 1,", "2023", "June 25,", "2022", "Europe:",
+            "Net sales $ 20,205 $ 19,287", "Operating income $ 7,995 $ 7,124 Greater China:",
+            "Net sales $ 15,758 $ 14,604"]  # fmt: skip
+
+    out = table_statements(note)
+
+    assert out[-4:] == [
+        "Net sales (europe): $20,205 million, three months ended July 1, 2023; $19,287 million, three months ended "
+        "June 25, 2022.",
+        "Operating income (europe): $7,995 million, three months ended July 1, 2023; $7,124 million, three months "
+        "ended June 25, 2022.",
+        "Greater China:",
+        "Net sales (Greater China): $15,758 million, three months ended July 1, 2023; $14,604 million, three months "
+        "ended June 25, 2022.",
+    ]
+    # A lone row followed by prose words, not a title, is left as the PDF printed it.
+    assert table_statements([*note[:6], "Operating income $ 7,995 $ 7,124 see below"])[-1] == (
+        "Operating income $ 7,995 $ 7,124 see below"
+    )
+
+
+def test_change_columns_are_labelled_with_the_two_periods_they_compare() -> None:
+    # Apple's MD&A: each group's dates, then "Change"; "5 %" and "(6)%" are one value each.
+    apple = ["The following table shows net sales by reportable segment (dollars in millions): Three Months Ended "
+             "Nine Months Ended", "July 1,", "2023", "June 25,", "2022 Change", "July 1,", "2023", "June 25,",
+             "2022 Change", "Europe 20,205 19,287 5 % 71,831 72,323 (1)%"]  # fmt: skip
+    assert table_statements(apple)[-1] == (
+        "Europe: $20,205 million, three months ended July 1, 2023; $19,287 million, three months ended June 25, "
+        "2022; 5%, change from the three months ended June 25, 2022; $71,831 million, nine months ended July 1, "
+        "2023; $72,323 million, nine months ended June 25, 2022; -1%, change from the nine months ended June 25, "
+        "2022."
+    )
+    # NVIDIA: three quarters, then the quarter-over-quarter and year-over-year changes; the unit follows.
+    nvidia = ["Three Months Ended", "April 30, 2023", "January 29,", "2023 May 1, 2022", "Quarter-over-Quarter",
+              "Change", "Year-over-Year", "Change", "($ in millions, except per share data)",
+              "Revenue $ 7,192 $ 6,051 $ 8,288 19 % (13)%"]  # fmt: skip
+    assert table_statements(nvidia)[-1] == (
+        "Revenue: $7,192 million, three months ended April 30, 2023; $6,051 million, three months ended January "
+        "29, 2023; $8,288 million, three months ended May 1, 2022; 19%, change from the three months ended January "
+        "29, 2023; -13%, change from the three months ended May 1, 2022."
+    )
+    # A change between three periods without saying which two is not labelled.
+    unclear = ["(In millions)", "Three Months Ended", "April 30, 2023", "January 29,", "2023 May 1, 2022",
+               "Change", "Revenue $ 7,192 $ 6,051 $ 8,288 19 %"]  # fmt: skip
+    assert table_statements(unclear)[-1] == "Revenue $ 7,192 $ 6,051 $ 8,288 19 %"
+
+
+def test_a_percentage_row_is_named_after_the_row_above_it() -> None:
+    # Apple's operating expenses table: each expense, then its share of net sales on the next line.
+    page = ["(dollars in millions)", "Three Months Ended", "July 1,", "2023", "June 25,", "2022",
+            "Research and development $ 7,442 $ 6,797", "Percentage of total net sales 9 % 8 %"]  # fmt: skip
+    assert table_statements(page)[-1] == (
+        "Research and development, percentage of total net sales: 9%, three months ended July 1, 2023; 8%, three "
+        "months ended June 25, 2022."
+    )
+
+
+def test_a_net_cash_row_closes_its_section_like_a_total() -> None:
+    page = ["(In millions)", "Three Months Ended", "April 30, 2023 May 1, 2022", "Cash flows from financing activities:",
+            "Dividends paid (100) (99)", "Net cash used in financing activities (2,970) (2,200)",
+            "Change in cash and cash equivalents 1,690 1,897"]  # fmt: skip
+    out = table_statements(page)
+    assert out[-3].startswith("Dividends paid (cash flows from financing activities): -$100 million,")
+    assert out[-2].startswith("Net cash used in financing activities: -$2,970 million,")
+    assert out[-1].startswith("Change in cash and cash equivalents: $1,690 million, three months ended April 30, 2023")
+
+
+def test_a_header_whose_last_year_runs_into_the_first_row_still_labels_the_rows() -> None:
+    # Apple's Note 2: "2022 iPhone $ 51,334 ..." is the header's last year and the first row on one line.
+    page = ["Net sales disaggregated by significant products and services were as follows (in millions):",
+            "Three Months Ended Six Months Ended", "April 1,", "2023", "March 26,", "2022", "April 1,", "2023",
+            "March 26,", "2022 iPhone $ 51,334 $ 50,570 $ 117,109 $ 122,198",
+            "Mac 7,168 10,435 14,903 21,287 iPad 6,670 7,646 16,066 14,894"]  # fmt: skip
+    out = table_statements(page)
+    assert out[-4] == "2022"
+    products = "(net sales disaggregated by significant products and services)"
+    assert out[-3].startswith(f"iPhone {products}: $51,334 million, three months ended April 1, 2023; $50,570 million")
+    assert out[-2].startswith(f"Mac {products}: $7,168 million, three months ended April 1, 2023;")
+    assert out[-1].startswith(f"iPad {products}: $6,670 million, three months ended April 1, 2023;")
+    # Words after a complete header are not a header's end: the row stays as it was.
+    assert table_statements(["(In millions)", "Three Months Ended", "April 1, 2023", "2023 was a good year"])[-1] == (
+        "2023 was a good year"
+    )

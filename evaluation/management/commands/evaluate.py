@@ -41,6 +41,9 @@ class Command(BaseCommand):
                             "correctness: labelled-set split (dev, test, all; default all)")  # fmt: skip
         parser.add_argument("--ids", default=None,
                             help="correctness: only these labelled items (comma-separated ids, e.g. factual-001)")  # fmt: skip
+        parser.add_argument("--data", default=None,
+                            help="correctness: another question file in the labelled set's format (e.g. "
+                            "evaluation/data/table_probes_r13.jsonl; default: the labelled set)")  # fmt: skip
         parser.add_argument("--full-corpus", action="store_true",
                             help="correctness: with --ids or --limit, still search the whole demo corpus "
                             "(default: only the selected items' documents)")  # fmt: skip
@@ -68,6 +71,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"--split {split} is not a split of the {suite} suite (choose from {', '.join(allowed)})"
             )
+        if opts["data"] is not None and (suite != "correctness" or not Path(opts["data"]).is_file()):
+            raise CommandError("--data names a question file of the correctness suite")
         out = Path(opts["out"]) if opts["out"] else Path(settings.BASE_DIR) / "reports"
         module = importlib.import_module(f"evaluation.suites.{suite}")
 
@@ -78,7 +83,8 @@ class Command(BaseCommand):
                                 fresh=opts["fresh"], split=split, judge_url=opts["judge_url"],
                                 judge_model=opts["judge_model"], judge_local=opts["judge_local"],
                                 ids=[i for i in opts["ids"].split(",") if i] if opts["ids"] else None,
-                                workers=max(1, opts["workers"]), full_corpus=opts["full_corpus"])  # fmt: skip
+                                workers=max(1, opts["workers"]), full_corpus=opts["full_corpus"],
+                                data=Path(opts["data"]) if opts["data"] else None)  # fmt: skip
         command = "manage.py evaluate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
         files = write(result, command, out)
         self.stdout.write(result.markdown)
