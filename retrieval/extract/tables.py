@@ -66,7 +66,9 @@ _CAPTION_LEAD = re.compile(
     r"^(?:the|our)\s+(?:(?:components|details|summary)\s+of\s+(?:the\s+|our\s+)?)?|^information\s+about\s+", re.I
 )
 _CAPTION_CUT = re.compile(
-    r",|\s+(?:recognized|recorded|included|during|for\s+the|as\s+of|in\s+our|by\s+each)\b|\s+information$", re.I
+    r",|\s+(?:recognized|recorded|included|during|for\s+the|as\s+of|in\s+our|by\s+each|disaggregated)\b"
+    r"|\s+information$",
+    re.I,
 )
 # "... the specialized markets we serve: Three Months Ended Nine Months Ended": the header starts in the prose.
 _GLUED_GROUPS = re.compile(r":\s+((?:(?:Three|Six|Nine|Twelve)\s+Months\s+Ended\s*)+)$")
@@ -423,6 +425,11 @@ def table_statements(paragraphs: Sequence[str]) -> list[str]:
             continue
         label, values = row
         fresh = False
+        titled = re.match(r"^(?P<title>[A-Z][A-Za-z ,&'’()-]{2,60}):\s+(?P<row>[A-Za-z].*)$", label)
+        if titled and not title and len(titled.group("title").split()) >= 2:  # "Less: Net income ..." is no title
+            # Apple's MD&A: "Net sales by category: iPhone $ 40,665 ...": the section's title and its first row on
+            # one line; "Mac" and "iPad" below are the section's rows too.
+            section, measure, label = titled.group("title"), titled.group("title"), titled.group("row")
         context = f"{section or caption} {label}".lower()
         per_share = "per share" in context and "shares used" not in context and "average shares" not in context
         # NVIDIA's "Dilutive impact of outstanding equity awards" sits under "Denominator:" (shares).

@@ -817,7 +817,7 @@ def test_a_header_whose_last_year_runs_into_the_first_row_still_labels_the_rows(
             "Mac 7,168 10,435 14,903 21,287 iPad 6,670 7,646 16,066 14,894"]  # fmt: skip
     out = table_statements(page)
     assert out[-4] == "2022"
-    products = "(net sales disaggregated by significant products and services)"
+    products = "(net sales)"  # the caption's subject: "Net sales disaggregated by ... were as follows"
     assert out[-3].startswith(f"iPhone {products}: $51,334 million, three months ended April 1, 2023; $50,570 million")
     assert out[-2].startswith(f"Mac {products}: $7,168 million, three months ended April 1, 2023;")
     assert out[-1].startswith(f"iPad {products}: $6,670 million, three months ended April 1, 2023;")
@@ -825,3 +825,18 @@ def test_a_header_whose_last_year_runs_into_the_first_row_still_labels_the_rows(
     assert table_statements(["(In millions)", "Three Months Ended", "April 1, 2023", "2023 was a good year"])[-1] == (
         "2023 was a good year"
     )
+
+
+def test_a_section_title_on_its_first_rows_line_qualifies_the_rows_below_it() -> None:
+    # Apple's MD&A: "Net sales by category: iPhone $ 40,665 ..."; "Mac" below is a category's net sales too.
+    page = ["(dollars in millions)", "Three Months Ended", "July 1,", "2023", "June 25,", "2022",
+            "Net sales by category: iPhone $ 39,669 $ 40,665", "Mac 6,840 7,382"]  # fmt: skip
+    assert table_statements(page)[-2:] == [
+        "iPhone (net sales by category): $39,669 million, three months ended July 1, 2023; $40,665 million, three "
+        "months ended June 25, 2022.",
+        "Mac (net sales by category): $6,840 million, three months ended July 1, 2023; $7,382 million, three months "
+        "ended June 25, 2022.",
+    ]
+    # One word before the colon is not a title ("Less: Net income attributable to ...").
+    less = [*page[:6], "Less: Net income attributable to non-controlling interests 13 5", "Net income 297 1,019"]
+    assert table_statements(less)[-1].startswith("Net income: $297 million,")
