@@ -212,6 +212,13 @@ def first_percent(text: str) -> Amount | None:
     return Amount(m.group(0).strip(), -value if m.group("neg") else value, percent=True)
 
 
+def part_figure(comparison: FigureComparison, text: str, period_ends: tuple[str, ...], label: str) -> Amount | None:
+    """The figure a part's lead claim gives: the resolved quarter's cell of a statement row, else the first
+    amount it states (a percentage, for a comparison in percentage points)."""
+    first = first_percent if comparison.points else first_amount
+    return amount_for_period(text, period_ends, label, percent=comparison.points) or first(text)
+
+
 _MONTHS = (
     "January",
     "February",
@@ -316,5 +323,6 @@ __all__ = [
     "conclude",
     "first_amount",
     "first_percent",
+    "part_figure",
     "split_comparison",
 ]

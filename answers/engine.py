@@ -45,7 +45,7 @@ from django.core.cache import cache
 
 from answers.abstention import evidence_strength
 from answers.actions import tier_names
-from answers.comparisons import amount_for_period, conclude, first_amount, first_percent, split_comparison
+from answers.comparisons import conclude, part_figure, split_comparison
 from answers.compound import split_compound
 from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
@@ -979,12 +979,7 @@ def compare_stage(run: AnswerRun) -> None:
             lead = None  # "the airfare budget" answered with the lodging budget's sentence
         amount = None
         if lead is not None:
-            if comparison.points:
-                amount = amount_for_period(lead.text, part.plan.period_scope, spec.label, percent=True) or (
-                    first_percent(lead.text)
-                )
-            else:
-                amount = amount_for_period(lead.text, part.plan.period_scope, spec.label) or first_amount(lead.text)
+            amount = part_figure(comparison, lead.text, part.plan.period_scope, spec.label)
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
             "claim": lead.text if lead else None, "amount": amount.text if amount else None,

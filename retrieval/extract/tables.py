@@ -98,8 +98,6 @@ def _is_header(paragraph: str) -> bool:
 
 def _columns(header: Sequence[str]) -> list[str]:
     joined = " ".join(header)
-    if not re.search(r"\d", joined):
-        return []
     changes = [m.group("kind") or "" for m in _CHANGE.finditer(joined)]
     joined = re.sub(rf"(?:{_CHANGE_WORD})(?=\s|$)", " ", _CHANGE.sub(" ", joined))
     groups = [g.lower() + " months ended" for g in _GROUP.findall(joined)]
