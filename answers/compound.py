@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from answers.lexicon import content_stems
 
-__all__ = ["CompoundPart", "CompoundQuestion", "split_compound"]
+__all__ = ["CompoundPart", "CompoundQuestion", "carried_part", "split_compound"]
 
 _WH = r"(?:what|what's|where|which|who|whom|whose|when|how|why)"
 _PREP = r"(?:at|in|on|for|from|to|with|by|through|via)"
@@ -43,6 +43,8 @@ _REFERS_BACK = re.compile(
     r"\b(?:combined|together|altogether|in\s+total|the\s+(?:figure|amount|number|total|sum|difference|gap))\b",
     re.I,
 )
+# A later part's pronoun that an earlier part's answer can stand for: "… to log in to it", "… get them".
+_CARRIED = re.compile(r"\b(?:it|them)\b")
 MIN_PART_CONTENT_WORDS = 2
 MAX_PARTS = 3
 
@@ -115,3 +117,22 @@ def split_compound(question: str) -> CompoundQuestion | None:
         body = prefix + text if prefix else _capitalise(text)
         parts.append(CompoundPart(" ".join([*before, _as_question(body), *after]), _as_question(_capitalise(clause))))
     return CompoundQuestion(tuple(parts), question)
+
+
+def carried_part(clause: str, names: list[str]) -> str | None:
+    """A later part asked again with what an earlier part's answer named in place of its pronoun, or None.
+
+    "What can I use to get it right away, and where do I get the Tokencode to log in to it?": the second
+    "it" is the first part's answer ("… you can access it right away through VDI"), not anything the asker
+    wrote, so the part asked with the asker's words finds nothing.  Asked as "Where do I get the Tokencode
+    to log in to VDI?" it is a lookup of its own.  The sentences around the question are left out: they
+    set the scene for the first part, whose answer now says what the pronoun is.  The engine asks this
+    only for a part that found no answer, so a part that the asker's words already answer is unchanged.
+    """
+    if not names:
+        return None
+    m = _CARRIED.search(clause)
+    if m is None:
+        return None
+    text = clause[: m.start()] + " and ".join(names) + clause[m.end() :]
+    return _as_question(_capitalise(text.strip()))

@@ -46,7 +46,7 @@ from django.core.cache import cache
 from answers.abstention import evidence_strength
 from answers.actions import tier_names
 from answers.comparisons import conclude, part_figure, split_comparison
-from answers.compound import split_compound
+from answers.compound import carried_part, split_compound
 from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
     Abstention,
@@ -75,7 +75,7 @@ from answers.scoping import (
 )
 from answers.verification import answer_type, attribute_terms, verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, ranked_table, scoped_terms
+from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, new_names, ranked_table, scoped_terms
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -1015,9 +1015,23 @@ def compound_stage(run: AnswerRun) -> None:
     seen_texts: set[str] = set()
     reasons: list[AbstentionReason] = []
     strengths: list[float] = []
+    asked = frozenset(content_stems(run.plan.original))
+    answered_lead: str | None = None  # the lead claim of the last part that was answered
     for spec in compound.parts:
         part = _part_run(run, spec.question)
         kept = part.released[:COMPOUND_CLAIMS_PER_PART] if part.abstention is None else []
+        carried = None
+        if not kept and answered_lead is not None:
+            # "…, and where do I get the Tokencode to log in to it?": "it" may be the earlier part's answer.
+            carried = carried_part(spec.clause, new_names(answered_lead, asked)[:2])
+            if carried is not None:
+                retry = _part_run(run, carried)
+                if retry.abstention is None and retry.released:
+                    part, kept = retry, retry.released[:COMPOUND_CLAIMS_PER_PART]
+                else:
+                    carried = None
+        if kept:
+            answered_lead = kept[0].text
         _add_part_evidence(run, part)
         if not kept:
             reason = part.abstention.reason if part.abstention is not None else "weak_evidence"
@@ -1034,7 +1048,7 @@ def compound_stage(run: AnswerRun) -> None:
                                         verification=replace(o.verification, claim_id=cid)))  # fmt: skip
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
-            "claims": [o.text for o in kept],
+            "claims": [o.text for o in kept], **({"carried": carried} if carried else {}),
         })  # fmt: skip
     run.info["drafted"] = len(run.outcomes)
     run.info["part_strength"] = min(strengths) if strengths else 0.0

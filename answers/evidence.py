@@ -31,6 +31,7 @@ from answers.verification import answer_type, names_someone
 from answers.writers.extractive import (
     ExtractiveWriter,
     ListBlock,
+    continues_previous,
     excluded_sentence,
     group_list_blocks,
     is_heading,
@@ -441,6 +442,18 @@ def build_evidence(
             if sents[pick].score == 0 and hi == lo and pick + 1 < len(sents) and sents[pick + 1].chunk is chunk:
                 if not sents[pick + 1].blocked:
                     hi = pick + 1  # no lexical anchor (vector-only hit): give the writer some context
+
+            # A sentence that reads only with the one before it ("… accounted for in both systems") takes that one
+            # along, and one that continues the passage ("However, please get a final approval …") joins it,
+            # though neither shares a word with the question.
+            def beside(j: int, chunk: RankedChunk = chunk, sents: list[_Sentence] = sents,
+                       used: set[int] = used) -> bool:  # fmt: skip
+                return 0 <= j < len(sents) and sents[j].chunk is chunk and j not in used and not sents[j].blocked
+
+            if beside(lo - 1) and continues_previous(chunk.text[sents[lo].start : sents[lo].end]):
+                lo -= 1
+            if beside(hi + 1) and continues_previous(chunk.text[sents[hi + 1].start : sents[hi + 1].end]):
+                hi += 1
             # Headings only ("ExampleDB 18 release notes / Logical replication"): what they head is the
             # sentence after them, which may share no word with the question; the writer sees it under them.
             while (hi + 1 < len(sents) and sents[hi + 1].chunk is chunk and not sents[hi + 1].blocked

@@ -41,7 +41,7 @@ WRITER_NAME = "extractive"
 # 4: a measure narrowed by words the question does not use ("Gaming revenue" for "revenue"), and a table
 #    row with no cell for the asked span and period (nine months only, for "the quarter ended ..."), rank lower
 # 5: "which ... the highest ..." is answered by the row of one table that ranks first on the asked period's cell
-WRITER_VERSION = "6"
+WRITER_VERSION = "7"
 
 
 def writer_release() -> dict[str, str]:
@@ -323,6 +323,9 @@ class _Candidate:
     label: bool = False  # a "Label - value" line, scored by its label
     paired: bool = False  # a value read with the sentence before it ("BART fares are ... . SFO to ... is $8.65")
     command: bool = False  # an instruction with the command it introduces
+    # A sentence read with the one it continues is scored as the better of the two, not by their words
+    # together: two sentences' words would outscore any single sentence that answers.
+    sides: tuple[frozenset[str], ...] = ()
 
     @classmethod
     def of(cls, ev: EvidenceRecord, rank: int, start: int, text: str, about: str, context: frozenset[str],
@@ -356,6 +359,21 @@ def label_line(line: str) -> tuple[str, str] | None:
     if _SENTENCE_END_RE.search(m.group("value")) or _MARKUP_RE.search(line):
         return None
     return m.group("label"), m.group("value")
+
+
+# A sentence that cannot be read without the one before it: it opens with a connective or a pronoun, or
+# speaks of "both" things that sentence named.
+_CONTINUES_RE = re.compile(
+    r"^(?:However|But|Otherwise|Instead|Also|In that case|In this case|If so|If not|Then)\b"
+    r"|^(?:This|These|That|Those|They|It)\s|\bboth\s+[a-z]+s\b"
+)
+
+
+def continues_previous(sentence: str) -> bool:
+    """Whether a sentence reads only with the one before it: "If you're taking time off, you'll need to make
+    sure you're accounted for in both systems." after "HR Links … is separate from Tock."; "However, please
+    get a final approval from the TTS Outreach team …" after "… you must purchase your own business cards."."""
+    return _CONTINUES_RE.search(sentence.strip()) is not None
 
 
 def _is_fragment(sentence: str) -> bool:
@@ -460,9 +478,11 @@ def mentions_excluded(sentence: str, exclude: Sequence[str]) -> bool:
 # that set it aside in the source itself ("use funeral leave, not sick leave").
 _SET_ASIDE_BEFORE = frozenset({"and", "or", "nor", "not", "than", "except", "besides", "excluding", "unlike"})
 _COORDINATION_AFTER_RE = re.compile(r"\s*(?:,|(?:and|or|&)\b)", re.I)
-# "HR Links is separate from Tock", "Tock as well as HR Links": the source names the term beside another.
+# "HR Links is separate from Tock", "HR Links is GSA's request system and is separate from Tock", "Tock as well as
+# HR Links": the source names the term beside another.
 _BESIDE_AFTER_RE = re.compile(
-    r"\s+(?:(?:is|are)\s+(?:separate|different|distinct)\s+from|as\s+well\s+as|in\s+addition\s+to|along\s+with)\b",
+    r"\s+(?:(?:is|are)\b[^.;:]{0,60}?\b(?:separate|different|distinct)\s+from|as\s+well\s+as|in\s+addition\s+to"
+    r"|along\s+with)\b",
     re.I,
 )
 _BESIDE_BEFORE_RE = re.compile(
@@ -1126,16 +1146,13 @@ class ExtractiveWriter:
             if len(sims) != n:
                 raise ValueError(f"similarity returned {len(sims)} scores for {n} sentences")
 
-        qualified: list[_Candidate] = []
-        for i, c in enumerate(candidates):
-            hits = [t for t in q_terms if t not in bound and alts[t] & c.terms]
-            if c.label and not hits:
-                continue  # "18F - Dahianna Salazar Foreman" under "Director - ..." is about 18F
-            c.lexical = (
+        def coverage(terms: frozenset[str], context: frozenset[str]) -> tuple[float, bool]:
+            hits = [t for t in q_terms if t not in bound and alts[t] & terms]
+            share = (
                 (
                     free
                     + sum(
-                        idf[t] * (1.0 if alts[t] & c.terms else self.context_weight if alts[t] & c.context else 0.0)
+                        idf[t] * (1.0 if alts[t] & terms else self.context_weight if alts[t] & context else 0.0)
                         for t in q_terms
                         if t not in bound
                     )
@@ -1144,6 +1161,13 @@ class ExtractiveWriter:
                 if idf_total and hits
                 else 0.0
             )
+            return share, bool(hits)
+
+        qualified: list[_Candidate] = []
+        for i, c in enumerate(candidates):
+            c.lexical, hit = max(coverage(side, c.context) for side in c.sides or (c.terms,))
+            if c.label and not hit:
+                continue  # "18F - Dahianna Salazar Foreman" under "Director - ..." is about 18F
             sim = float(sims[i]) if sims is not None else None
             if c.lexical < self.min_lexical and (sim is None or sim < self.similarity_threshold):
                 continue
@@ -1190,10 +1214,17 @@ class ExtractiveWriter:
         # When the best sentence is about the measure asked, one about a narrower measure (a segment, a
         # cost of it) supports nothing and reads as a second answer.
         narrow = {id(c) for c in qualified if unasked_qualifier(c.text, asked)}
+        # A sentence that the next one continues ("… purchase your own business cards. However, please get a
+        # final approval from the TTS Outreach team …") is stated with it.
+        continued = {(c.evidence_id, c.start): c for c in candidates if c.sides}
         chosen: list[_Candidate] = []
         for c in qualified:
             if len(chosen) >= max_claims or c.score < self.relative_cutoff * best:
                 break
+            whole = continued.get((c.evidence_id, c.start))
+            if whole is not None and not c.sides and whole.text.startswith(c.text):
+                whole.score, whole.lexical = c.score, c.lexical
+                c = whole
             if chosen and id(c) in narrow and id(chosen[0]) not in narrow:
                 continue
             if any((c.paired or o.paired) and c.evidence_id == o.evidence_id and _overlaps(c, o) for o in chosen):
@@ -1293,8 +1324,10 @@ class ExtractiveWriter:
                     continue
                 if excluded_sentence(raw, exclude):
                     continue
-                out.append(_Candidate.of(ev, rank, start, raw, raw, title_terms | heading))
+                single = _Candidate.of(ev, rank, start, raw, raw, title_terms | heading)
                 paired = self._paired_candidate(ev, spans, idx, start, end, exclude, rank, title_terms | heading)
+                if paired is None or not continues_previous(raw):
+                    out.append(single)  # a sentence that reads only with the one before it is not a claim alone
                 if paired is not None:
                     out.append(paired)
         return out
@@ -1330,19 +1363,29 @@ class ExtractiveWriter:
         what the value is of and states no figure of its own: "BART fares are based on distance. SFO to Civic
         Center Station is $8.65." answers "how much is the BART fare", which neither sentence does alone."""
         raw = ev.text[start:end]
-        if idx == 0 or not re.search(r"\d", raw) or spans[idx - 1][1] > start:
+        if idx == 0 or spans[idx - 1][1] > start:
+            return None
+        # "… separate from Tock. If you're taking time off, you'll need to … both systems.", "… purchase your
+        # own business cards. However, please get a final approval from the TTS Outreach team …": the
+        # sentence continues the one before it, which says what it speaks of.
+        continues = continues_previous(raw)
+        if not continues and not re.search(r"\d", raw):
             return None
         before_start, before_end = spans[idx - 1]
         before = ev.text[before_start:before_end]
         gap = ev.text[before_end:start]
-        if "\n" in gap or not before.rstrip().endswith(".") or re.search(r"\d", before) or _is_fragment(before):
+        if "\n" in gap or not before.rstrip().endswith(".") or _is_fragment(before):
+            return None
+        if re.search(r"\d", before) and not continues:
             return None
         if len(tokens(before)) > 20 or unfit_reason(before) is not None or is_instruction(before):
             return None
         joined = ev.text[before_start:end]
         if len(tokens(joined)) > self.max_words or excluded_sentence(joined, exclude):
             return None
-        return _Candidate.of(ev, rank, before_start, joined, joined, context, paired=True)
+        sides = (frozenset(content_stems_with_parts(before)), frozenset(content_stems_with_parts(raw)))
+        return _Candidate.of(ev, rank, before_start, joined, joined, context, paired=True,
+                             sides=sides if continues else ())  # fmt: skip
 
     def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, exclude: Sequence[str], rank: int,
                         context: frozenset[str]) -> _Candidate | None:  # fmt: skip
@@ -1374,6 +1417,7 @@ __all__ = [
     "states_the_set_aside_case",
     "mentions_excluded",
     "asked_span",
+    "continues_previous",
     "row_fits_period",
     "scoped_terms",
     "row_label",

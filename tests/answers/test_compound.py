@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from answers.compound import split_compound
+from answers.compound import carried_part, split_compound
 
 
 def test_two_questions_joined_by_and_become_one_question_per_part() -> None:
@@ -70,3 +70,17 @@ def test_a_later_part_about_the_first_parts_figures_stays_joined() -> None:
         )
         is None
     )
+
+
+def test_a_later_parts_pronoun_can_be_asked_again_as_what_the_earlier_answer_named() -> None:
+    # "… you can access it right away through VDI." answered the first part; "it" in the second is VDI.
+    assert carried_part("Where do I get the Tokencode to log in to it?", ["VDI"]) == (
+        "Where do I get the Tokencode to log in to VDI?"
+    )
+    assert carried_part("Where do I send them?", ["Form A", "Form B"]) == "Where do I send Form A and Form B?"
+
+
+def test_a_part_without_a_pronoun_or_without_a_named_answer_is_not_asked_again() -> None:
+    assert carried_part("How far in advance must I email to get captioning?", ["Deaf-HOH"]) is None
+    assert carried_part("Where do I get the Tokencode to log in to it?", []) is None
+    assert carried_part("What are its opening hours?", ["VDI"]) is None  # "its" is not "it"

@@ -381,6 +381,24 @@ def test_a_compound_question_names_the_part_it_could_not_answer(cast) -> None:
         "Which parking garage do visitors use on weekends?"]  # fmt: skip
 
 
+def test_a_later_part_about_what_the_first_part_answered_is_asked_about_that_answer(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "office", "title": "Microsoft Office",
+         "text": "If you only need Office temporarily, you can access it right away through Citrix."},
+        {"id": "citrix", "title": "Citrix",
+         "text": "Citrix sign-in codes come from the Okta Verify app on your phone."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "I only need Microsoft Office for a short while. What can I use to get it right "
+                                   "away, and where do I get the sign-in code for it?")  # fmt: skip
+    assert body["plan"]["intent"] == "compound"
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    texts = [c["text"] for c in body["answer"]["claims"]]
+    assert any("through Citrix" in t for t in texts) and any("Okta Verify" in t for t in texts), texts
+    parts = body["trace"]["compound"]["parts"]
+    assert parts[1]["carried"] == "Where do I get the sign-in code for Citrix?"
+    assert body["answer"]["unanswered_parts"] == []
+
+
 def test_a_compound_question_with_no_answered_part_abstains(cast) -> None:
     add_docs(cast.tenant_a, "wiki", 2, [
         {"id": "lunch", "title": "Lunch menu", "text": "The cafeteria serves soup on Tuesdays."},

@@ -73,3 +73,21 @@ def test_a_sentence_naming_the_excluded_term_among_others_stays_in_the_passage()
     passages = " ".join(r.text for r in records)
     assert "the HR specialist review every term extension request" in passages
     assert "signs the form first" not in passages
+
+
+def test_a_sentence_that_reads_only_with_the_one_before_it_brings_that_one_into_the_passage() -> None:
+    text = (
+        "Book leave ahead of time.\n\n"
+        "Reminder: HR Links is separate from Tock. If you're taking time off, you'll need to make sure you're "
+        "accounted for in both systems."
+    )
+    records, _ = build_evidence(
+        plan("Apart from HR Links, where else do I have to account for my time off?",
+             "where else do I have to account for my time off", ("HR Links",)),
+        [chunk(text)],
+    )  # fmt: skip
+
+    passages = " ".join(r.text for r in records)
+    # "Reminder: …" shares no word with the question; without it the passage names only "both systems".
+    assert "HR Links is separate from Tock. If you're taking time off" in passages
+    assert "Book leave ahead of time" not in passages

@@ -203,6 +203,17 @@ def test_a_source_that_sets_the_excluded_term_aside_itself_can_answer() -> None:
     ]
 
 
+def test_a_sentence_that_says_the_excluded_term_is_separate_from_another_is_not_about_it() -> None:
+    from answers.writers.extractive import excluded_sentence
+
+    assert not excluded_sentence("HR Links is separate from Tock.", ["HR Links"])
+    assert not excluded_sentence(
+        "HR Links is GSA's out of office request system and is separate from Tock, TTS' timekeeping system.",
+        ["HR Links"],
+    )
+    assert excluded_sentence("HR Links is GSA's out of office request system.", ["HR Links"])
+
+
 def test_an_unrelated_query_gets_no_claims() -> None:
     assert ExtractiveWriter().write(make_plan("what is the cafeteria lunch menu on fridays"), EVIDENCE) == []
 
@@ -273,8 +284,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "6"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "6")
+    assert writer_release() == {"name": "extractive", "version": "7"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "7")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -733,6 +744,35 @@ def test_a_value_is_read_with_the_sentence_before_it_that_names_what_it_is() -> 
     assert quote_in_passage(claims[0].citations[0].quote, page.text)
     # The value alone is not a second claim beside the pair.
     assert all(c.text != "SFO to Civic Center Station is $8.65; OAK to Civic Center Station is $10.05." for c in claims)
+
+
+def test_a_sentence_that_speaks_of_both_things_named_before_it_is_read_with_that_sentence() -> None:
+    page = make_evidence(
+        "Going out of office",
+        "Reminder: HR Links is separate from Tock. If you're taking time off, you'll need to make sure you're "
+        "accounted for in both systems.",
+    )
+    plan = make_plan("Apart from HR Links, where else do I have to account for my time off?",
+                     text="where else do I have to account for my time off", exclude=("HR Links",))  # fmt: skip
+    claims = ExtractiveWriter().write(plan, [page])
+    assert claims[0].text == page.text
+    # "… in both systems" alone names neither system: it is never a claim of its own.
+    assert all(not c.text.startswith("If you're taking time off") for c in claims)
+
+
+def test_a_sentence_opening_with_however_is_read_with_the_one_it_qualifies() -> None:
+    page = make_evidence(
+        "Purchase requests",
+        "Business cards\n\nIf you want TTS/18F branding, you must purchase "
+        "your own business cards. However, please get a final approval from the TTS Outreach team before placing "
+        "the order.",
+    )
+    claims = ExtractiveWriter().write(make_plan("How do I get business cards with 18F branding?"), [page])
+    assert claims[0].text == (
+        "If you want TTS/18F branding, you must purchase your own business cards. However, please get a final "
+        "approval from the TTS Outreach team before placing the order."
+    )
+    assert quote_in_passage(claims[0].citations[0].quote, page.text)
 
 
 def test_a_command_is_read_with_the_instruction_that_introduces_it() -> None:
