@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-Kind = Literal["larger", "smaller", "grew", "share"]
+Kind = Literal["larger", "smaller", "grew", "share", "sum"]
 
 _BIGGER = r"larger|higher|bigger|greater|more"
 _SMALLER = r"smaller|lower|less"
@@ -78,6 +78,25 @@ _SHARE_CAME = re.compile(
     rf"(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
     re.I,
 )
+# "What was the combined operating income of Amazon's North America and International segments in Q1 2023?",
+# "What was the total net sales of Apple's iPhone and Mac in the quarter ended July 1, 2023?"
+_COMBINED = re.compile(
+    r"^what\s+(?:was|were)\s+the\s+(?:combined|total)\s+(?P<measure>.+?)\s+(?:of|for|from)\s+(?P<a>.+?)\s+and\s+"
+    rf"(?P<b>.+?)(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
+    re.I,
+)
+# "Taken together, did Amazon's North America and International segments make or lose money at the operating level
+# in Q1 2023, and what was the combined figure?": a sum whose sign is the yes or no.
+_TOGETHER = re.compile(
+    r"^(?:taken\s+together,?\s*|together,?\s*)?did\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?:together\s+)?"
+    r"(?:make|earn)\s+or\s+lose\s+money(?:\s+at\s+the\s+(?P<level>operating|net|pre-?tax)\s+level)?"
+    rf"(?P<ctx>\s+{_PERIOD_TAIL}[^?,]*)?,?\s+and\s+what\s+was\s+the\s+(?:combined|total)\s+"
+    r"(?:figure|amount|total|result)\s*\??$",
+    re.I,
+)
+_LEVEL_MEASURE = {"operating": "operating income", "net": "net income", "pretax": "income before income taxes",
+                  "pre-tax": "income before income taxes", None: "net income"}  # fmt: skip
+_SEGMENT_WORD = re.compile(r"\s+(?:segments?|businesses|units?)$", re.I)
 # "Which company had the higher net income: ... or ...? By how much?": the second question asks for the gap,
 # which the conclusion states anyway.
 _BY_HOW_MUCH_TAIL = re.compile(r"\?\s*(?:and\s+)?by\s+how\s+much\s*\??$", re.I)
@@ -106,6 +125,8 @@ class FigureComparison:
     how_much: bool = False
     # "How many percentage points higher": two percentages, and their difference in points.
     points: bool = False
+    # "Did A and B make or lose money …, and what was the combined figure?": the sum's sign is the answer too.
+    verdict: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +198,20 @@ def split_comparison(question: str) -> FigureComparison | None:
             Part(_clean(f"What was {who}'s {b} {ctx}") + "?", b),
         )
         return FigureComparison("share", came, q)
+    if m := _COMBINED.match(q) or _TOGETHER.match(q):
+        ctx = _clean(m.group("ctx") or "")
+        a, b = _clean(m.group("a")), _SEGMENT_WORD.sub("", _clean(m.group("b")))
+        measure = (
+            _clean(m.group("measure"))
+            if m.re is _COMBINED
+            else _LEVEL_MEASURE[m.group("level") and m.group("level").lower()]
+        )
+        owner = _POSSESSOR.match(a)
+        if owner is not None and _POSSESSOR.match(b) is None:
+            b = f"{_clean(owner.group('who'))}'s {b}"  # "Amazon's North America and International": both Amazon's
+        summed = (Part(_clean(f"What was {a} {measure} {ctx}") + "?", f"{a} {measure}"),
+                  Part(_clean(f"What was {b} {measure} {ctx}") + "?", f"{b} {measure}"))  # fmt: skip
+        return FigureComparison("sum", summed, q, verdict=m.re is _TOGETHER)
     if m := _GREW_BY.match(q) or _GREW.match(q):
         a = _clean(m.group("a"))
         p1, p2 = _clean(m.group("p1")), _clean(m.group("p2"))
@@ -289,6 +324,14 @@ def conclude(comparison: FigureComparison, a: Amount, b: Amount) -> str:
             return f"{_cap(pa.label)} ({a.text}) cannot be a share of {pb.label}: it was {b.text}."
         pct = (a.millions / b.millions * 100).quantize(Decimal("0.1"))
         return f"{_cap(pa.label)} ({a.text}) was {pct}% of {pb.label} ({b.text})."
+    if comparison.kind == "sum":
+        total = a.millions + b.millions
+        stated = f"-{_money(total)}" if total < 0 else _money(total)
+        both = f"{_cap(pa.label)} ({a.text}) and {pb.label} ({b.text})"
+        if comparison.verdict:
+            verdict = "lost money" if total < 0 else "made money" if total > 0 else "broke even"
+            return f"Together they {verdict}: {both} add up to {stated}."
+        return f"Combined: {both} add up to {stated}."
     if comparison.kind == "grew":
         if b.millions == a.millions:
             return f"No. It was unchanged: {a.text} ({pa.label}) and {b.text} ({pb.label})."

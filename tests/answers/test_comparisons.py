@@ -211,3 +211,36 @@ def test_how_many_percentage_points_higher_is_the_difference_of_two_percentages(
     assert first_percent("Services gross margin percentage was 71.5% in the quarter.") == Amount(
         "71.5%", Decimal("71.5"), percent=True
     )
+
+
+def test_a_combined_figure_of_two_segments_is_their_sum_and_each_keeps_the_owner() -> None:
+    c = split_comparison(
+        "What was the combined operating income of Amazon's North America and International segments in Q1 2023?"
+    )
+    assert c is not None and c.kind == "sum" and not c.verdict
+    assert [p.question for p in c.parts] == [
+        "What was Amazon's North America operating income in Q1 2023?",
+        "What was Amazon's International operating income in Q1 2023?",
+    ]
+    a = amount_for_period("North America (Operating Income (Loss)): -$1,568 million, three months ended March 31, 2022; "
+                          "$898 million, three months ended March 31, 2023", ("2023-03-31",))  # fmt: skip
+    b = amount_for_period("International (Operating Income (Loss)): -$1,281 million, three months ended March 31, "
+                          "2022; -$1,247 million, three months ended March 31, 2023", ("2023-03-31",))  # fmt: skip
+    assert a is not None and b is not None
+    assert conclude(c, a, b) == (
+        "Combined: Amazon's North America operating income ($898 million) and Amazon's International operating "
+        "income (-$1,247 million) add up to -$349 million."
+    )
+
+
+def test_did_two_segments_make_or_lose_money_together_is_answered_by_the_sign_of_their_sum() -> None:
+    c = split_comparison(
+        "Taken together, did Amazon's North America and International segments make or lose money at the operating "
+        "level in Q1 2023, and what was the combined figure?"
+    )
+    assert c is not None and c.kind == "sum" and c.verdict
+    assert [p.question for p in c.parts][1] == "What was Amazon's International operating income in Q1 2023?"
+    loss = conclude(c, Amount("$898 million", Decimal(898)), Amount("-$1,247 million", Decimal(-1247)))
+    assert loss.startswith("Together they lost money: ") and loss.endswith("add up to -$349 million.")
+    gain = conclude(c, Amount("$2,000 million", Decimal(2000)), Amount("-$500 million", Decimal(-500)))
+    assert gain.startswith("Together they made money: ") and gain.endswith("add up to $1,500 million ($1.50 billion).")
