@@ -29,7 +29,7 @@ from typing import Any
 from answers.comparisons import split_comparison
 from answers.compound import split_compound
 from answers.contracts import Comparison, Hop, ParsedQuery, QueryPlan, RewriteRecord, to_jsonable
-from answers.lexicon import STOPWORDS, without_sales_modifiers
+from answers.lexicon import STOPWORDS, asked_clause, without_sales_modifiers
 from answers.models import EntityAlias
 from answers.query_parser import constraints_enforced_as_filters, parse_query, validate_rewrite
 
@@ -73,6 +73,23 @@ def keyword_rewrite(parsed: ParsedQuery) -> str:
     return " ".join(out)
 
 
+def latest_turns_rewrite(parsed: ParsedQuery) -> str:
+    """The terms of a resolved follow-up's last two questions, or "" for any other question.
+
+    "What if I land at Oakland instead: How much is that BART fare: I'm flying into SFO to visit the San
+    Francisco office. What's the easiest way …?" is searched as "land Oakland instead BART fare" too: with
+    every earlier turn's words, the legs rank the pages about the first question (SFO) above the section
+    the last one asks for (Oakland)."""
+    head = asked_clause(parsed.text)
+    if head == parsed.text:
+        return ""
+    tail = parsed.text[len(head) :].lstrip(": ")
+    before = asked_clause(tail)
+    if before == tail:
+        return ""  # two turns: the keywords leg has these words already
+    return keyword_rewrite(replace(parsed, text=f"{head} {before}"))
+
+
 def alias_rewrite(parsed: ParsedQuery) -> str:
     """``parsed.text`` with each aliased entity replaced by its canonical name (PG -> PostgreSQL)."""
     text = parsed.text
@@ -110,6 +127,9 @@ def default_rewriter(parsed: ParsedQuery) -> list[tuple[str, str]]:
     proposals = [("keywords", keyword_rewrite(parsed))]
     if any(s.casefold() != c.casefold() for s, c in parsed.entities):
         proposals.append(("aliases", alias_rewrite(parsed)))
+    latest = latest_turns_rewrite(parsed)
+    if latest:
+        proposals.append(("latest_turns", latest))
     filing = filing_terms_rewrite(parsed)
     if filing:
         proposals.append(("filing_terms", filing))

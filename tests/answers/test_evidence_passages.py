@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from answers.contracts import ParsedQuery, QueryPlan
@@ -91,3 +92,21 @@ def test_a_sentence_that_reads_only_with_the_one_before_it_brings_that_one_into_
     # "Reminder: …" shares no word with the question; without it the passage names only "both systems".
     assert "HR Links is separate from Tock. If you're taking time off" in passages
     assert "Book leave ahead of time" not in passages
+
+
+def test_a_resolved_follow_up_gets_the_passage_about_the_case_it_asked_last() -> None:
+    sfo = (
+        "From SFO\n\nPublic transit from SFO to the San Francisco office is cheap, fairly quick, and convenient. "
+        "Take the AirTrain from your terminal to the SFO BART station."
+    )
+    oak = "From Oakland\n\nAt Oakland, change to the BART system train at Coliseum station."
+    question = (
+        "What if I land at Oakland instead: I'm flying into SFO to visit the San Francisco office. What's the easiest "
+        "way to get there by public transit?"
+    )
+    records, _ = build_evidence(
+        plan(question), [chunk(sfo), dataclasses.replace(chunk(oak), chunk_id=2, document_id=8)]
+    )
+
+    # Every word of the earlier question is in the SFO passage; the one asked last is about Oakland.
+    assert "Coliseum station" in records[0].text
