@@ -361,11 +361,13 @@ def label_line(line: str) -> tuple[str, str] | None:
     return m.group("label"), m.group("value")
 
 
-# A sentence that cannot be read without the one before it: it opens with a connective or a pronoun, or
-# speaks of "both" things that sentence named.
+# A sentence that cannot be read without the one before it: it opens with a connective or a pronoun, speaks
+# of "both" things that sentence named, or of "the sale" that sentence reported ("In August 2023, we closed an
+# agreement to sell a 20% minority stake in IMS … Net proceeds resulting from the sale were $849 million").
 _CONTINUES_RE = re.compile(
     r"^(?:However|But|Otherwise|Instead|Also|In that case|In this case|If so|If not|Then)\b"
     r"|^(?:This|These|That|Those|They|It)\s|\bboth\s+[a-z]+s\b"
+    r"|^(?:\S+\s+){0,4}?(?:from|of|for|in|on)\s+the\s+(?:sale|transaction|acquisition|divestiture|deal|merger)\b"
 )
 
 
@@ -1378,7 +1380,7 @@ class ExtractiveWriter:
             return None
         if re.search(r"\d", before) and not continues:
             return None
-        if len(tokens(before)) > 20 or unfit_reason(before) is not None or is_instruction(before):
+        if (len(tokens(before)) > 20 and not continues) or unfit_reason(before) is not None or is_instruction(before):
             return None
         joined = ev.text[before_start:end]
         if len(tokens(joined)) > self.max_words or excluded_sentence(joined, exclude):

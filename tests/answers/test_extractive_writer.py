@@ -775,6 +775,20 @@ def test_a_sentence_opening_with_however_is_read_with_the_one_it_qualifies() -> 
     assert quote_in_passage(claims[0].citations[0].quote, page.text)
 
 
+def test_a_figure_about_the_sale_the_sentence_before_reported_is_stated_with_that_sentence() -> None:
+    first = (
+        "In August 2023, we closed an agreement to sell a 20% minority stake in our IMS Nanofabrication GmbH (IMS) "
+        "business, a business within our IFS operating segment, to Bain Capital Special Situations (Bain Capital)."
+    )
+    page = make_evidence("2023 Q3 INTC.pdf", f"{first} Net proceeds resulting from the sale were $849 million.")
+    claims = ExtractiveWriter().write(
+        make_plan("What did Intel net from selling part of IMS Nanofabrication to Bain Capital in August 2023?"), [page]
+    )
+    # The first sentence names the sale and is long; the figure is only in the next one.
+    assert claims[0].text == page.text
+    assert quote_in_passage(claims[0].citations[0].quote, page.text)
+
+
 def test_a_command_is_read_with_the_instruction_that_introduces_it() -> None:
     page = make_evidence(
         "Git commit signing",
