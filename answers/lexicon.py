@@ -521,6 +521,8 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "grow": "grow grew growth increase increased",
         "growth": "growth grow grew increase increased",
         "drop": "drop dropped decrease decreased decline declined",
+        # "How do I get access to Airtable?": a tool's page says how to obtain a license, an account or a seat.
+        "access": "access license licenses account accounts seat seats",
     }.items()
 }
 

@@ -789,6 +789,16 @@ def test_a_figure_about_the_sale_the_sentence_before_reported_is_stated_with_tha
     assert quote_in_passage(claims[0].citations[0].quote, page.text)
 
 
+def test_access_to_a_tool_is_answered_by_how_to_obtain_its_license() -> None:
+    page = make_evidence(
+        "Airtable",
+        "Airtable is a database tool used by several teams.\n\nTTS employees can obtain a free, read-only license "
+        "by making a request to tts-tech-operations@gsa.gov.",
+    )
+    claims = ExtractiveWriter().write(make_plan("How do I get access to Airtable?"), [page])
+    assert any("tts-tech-operations@gsa.gov" in c.text for c in claims), [c.text for c in claims]
+
+
 def test_a_command_is_read_with_the_instruction_that_introduces_it() -> None:
     page = make_evidence(
         "Git commit signing",
