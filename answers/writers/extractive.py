@@ -361,6 +361,8 @@ def label_line(line: str) -> tuple[str, str] | None:
     return m.group("label"), m.group("value")
 
 
+# A list's introduction that only points at the list: "Enable or select these options:", "Do the following:".
+_POINTING_INTRO_RE = re.compile(r"\b(?:these|those|the\s+following|as\s+follows)\b", re.I)
 # A sentence that cannot be read without the one before it: it opens with a connective or a pronoun, speaks
 # of "both" things that sentence named, or of "the sale" that sentence reported ("In August 2023, we closed an
 # agreement to sell a 20% minority stake in IMS … Net proceeds resulting from the sale were $849 million").
@@ -1274,7 +1276,8 @@ class ExtractiveWriter:
                 if start in lists:
                     # The list as one claim; its items are still read on their own below, where one
                     # that reads as a statement ("audit logs are retained for ninety days") can answer.
-                    listed = self._list_candidate(ev, lists[start], exclude, rank, title_terms | heading)
+                    before = spans[idx - 1] if idx > 0 else None
+                    listed = self._list_candidate(ev, lists[start], exclude, rank, title_terms | heading, before)
                     if listed is not None:
                         out.append(listed)
                 raw = ev.text[start:end]
@@ -1390,11 +1393,22 @@ class ExtractiveWriter:
                              sides=sides if continues else ())  # fmt: skip
 
     def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, exclude: Sequence[str], rank: int,
-                        context: frozenset[str]) -> _Candidate | None:  # fmt: skip
-        """One claim for a list and its introduction, quoting the whole list; excluded items are left out."""
+                        context: frozenset[str], before: tuple[int, int] | None = None) -> _Candidate | None:  # fmt: skip
+        """One claim for a list and its introduction, quoting the whole list; excluded items are left out.
+
+        An introduction that only points at the list ("Enable or select these options:") is read with the
+        sentence before it in its paragraph, which says what the options are for: "To adjust group permissions
+        so non-GSA people can join your Google Group, click … "Group settings" …. Enable or select these
+        options: People outside the organization can be members (ON); Allow email posting."."""
         intro = ev.text[block.intro[0] : block.intro[1]]
         if is_instruction(intro) or mentions_excluded(intro, exclude):
             return None
+        lead = ""
+        if before is not None and _POINTING_INTRO_RE.search(intro) and len(tokens(intro)) <= 8:
+            prior = ev.text[before[0] : before[1]]
+            gap = ev.text[before[1] : block.intro[0]]
+            if "\n" not in gap and prior.endswith(".") and unfit_reason(prior) is None and not is_instruction(prior):
+                lead = prior
 
         def keep(item: str) -> bool:
             # "If you are not using a password manager, type ..." stays for "I'm not using a password manager".
@@ -1404,6 +1418,12 @@ class ExtractiveWriter:
         if text is None or len(tokens(text)) < self.min_words:
             return None
         start, end = block.span
+        if lead and before is not None and len(tokens(lead)) + len(tokens(text)) <= self.max_words:
+            # Scored as the better of the sentence and the introduction, and stated in the sentence's place when
+            # that sentence is chosen (the list continues it).
+            sides = (frozenset(content_stems_with_parts(lead)), frozenset(content_stems_with_parts(intro)))
+            return _Candidate.of(ev, rank, before[0], f"{normalise_ws(lead)} {text}", f"{lead} {intro}", context,
+                                 quote=ev.text[before[0] : end], sides=sides)  # fmt: skip
         # What the list is about is in its introduction: "Intended especially to capture: Paid Parental
         # Leave; ..." does not answer "how much paid parental leave" because an item names it.
         return _Candidate.of(ev, rank, start, text, intro, context, quote=ev.text[start:end])

@@ -799,6 +799,20 @@ def test_access_to_a_tool_is_answered_by_how_to_obtain_its_license() -> None:
     assert any("tts-tech-operations@gsa.gov" in c.text for c in claims), [c.text for c in claims]
 
 
+def test_a_list_introduced_by_these_options_is_read_with_the_sentence_that_says_what_they_are_for() -> None:
+    page = make_evidence(
+        "Google Groups",
+        "To adjust group permissions so non-GSA people can join your Google Group, open Group settings. Enable or "
+        "select these options:\n\nPeople outside the organization can be members (ON)\n\nAllow email posting",
+    )
+    claims = ExtractiveWriter().write(make_plan("How do I let non-GSA people join my Google Group?"), [page])
+    assert claims[0].text == (
+        "To adjust group permissions so non-GSA people can join your Google Group, open Group settings. Enable or "
+        "select these options: People outside the organization can be members (ON); Allow email posting."
+    )
+    assert quote_in_passage(claims[0].citations[0].quote, page.text)
+
+
 def test_a_command_is_read_with_the_instruction_that_introduces_it() -> None:
     page = make_evidence(
         "Git commit signing",
