@@ -98,6 +98,10 @@ def _is_hidden(el: etree._Element) -> bool:
     return bool(style and _HIDDEN_STYLE.search(style))
 
 
+# A parent list item this short is a label for the items nested in it, not a statement of its own.
+_INTRODUCING_ITEM_MAX_WORDS = 6
+
+
 class _Builder:
     """Collects inline text into paragraphs; nested sinks capture heading and cell text."""
 
@@ -125,6 +129,20 @@ class _Builder:
         for piece in pieces:
             if piece.strip():
                 self.blocks.append(_Block(piece))
+
+    def introduce(self) -> None:
+        """A short list item's text before the list nested in it introduces that list: "Ten days to two weeks"
+        over "Conference events that cost less than $2500" reads "Ten days to two weeks:" once the items are
+        paragraphs of their own, as a list's introduction does (answers/writers/extractive.group_list_blocks).
+        An item that is an instruction of its own ("Go to otp.gsa.gov and enter your ENT info to get the
+        Tokencode", with a note nested under it) stays as it is."""
+        if len(self.sinks) != 1:
+            return
+        text = "".join(self.sinks[0]).rstrip()
+        if len(text.split()) > _INTRODUCING_ITEM_MAX_WORDS:
+            return
+        if text and text[-1].isalnum() or text.endswith((")", "*", "_", '"', "'")):
+            self.sinks[0][:] = [text, ":"]
 
     def push(self) -> None:
         if len(self.sinks) == 1:
@@ -183,6 +201,8 @@ def _open(el: etree._Element, b: _Builder, confluence: bool) -> str | None:
         b.brk()
         b.pre_depth += 1
     elif tag in _BLOCK:
+        if tag in ("ul", "ol") and _tag(el.getparent()) == "li" if el.getparent() is not None else False:
+            b.introduce()
         b.brk()
     elif tag == "br":
         b.text("\n" if b.pre_depth else " ")

@@ -221,6 +221,36 @@ def test_html_heading_offsets_point_at_their_paragraphs() -> None:
     assert [result.text[h.offset : h.offset + len(h.title)] for h in result.headings] == ["Alpha", "Beta v2"]
 
 
+def test_a_list_item_with_a_list_nested_in_it_introduces_that_list() -> None:
+    page = (
+        "- Five days to ten days in advance for:\n"
+        "  - Training (not at a conference) that costs less than $2,500\n"
+        "- Ten days to two weeks\n"
+        "  - Conference events that cost less than $2500, including travel\n"
+        "- Three to five weeks in advance\n"
+    )
+    text = extract_text(page.encode(), "text/markdown").text
+    # Once the items are paragraphs, "Ten days to two weeks" still says what the item below it is a case of.
+    assert "Ten days to two weeks:\n\nConference events that cost less than $2500" in text
+    assert "Five days to ten days in advance for:\n\n" in text  # not "for::"
+    assert "Three to five weeks in advance" in text and "Three to five weeks in advance:" not in text
+
+
+def test_a_list_item_that_is_an_instruction_of_its_own_is_not_made_an_introduction() -> None:
+    page = (
+        "1. Go to otp.gsa.gov and enter your ENT info to get the Tokencode\n"
+        "   - You can also obtain a Tokencode by installing SecureAuth OTP on your phone\n"
+    )
+    text = extract_text(page.encode(), "text/markdown").text
+    assert "enter your ENT info to get the Tokencode\n\nYou can also obtain" in text
+
+
+def test_a_nested_html_list_is_introduced_by_its_parent_item_in_confluence_pages_too() -> None:
+    html = "<ul><li>VPN clients<ul><li>Use GlobalProtect on laptops.</li></ul></li><li>Other</li></ul>"
+    text = extract_text(html.encode(), "text/html").text
+    assert "VPN clients:\n\nUse GlobalProtect on laptops." in text
+
+
 def test_deeply_nested_html_does_not_hit_the_recursion_limit() -> None:
     raw = "<div>" * 1500 + "deep text" + "</div>" * 1500 + "<p>after</p>"
     assert extract_text(raw.encode(), HTML).text == "deep text\n\nafter"
