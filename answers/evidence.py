@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import (
-    asked_clause,
     attribute_synonyms,
     content_stems,
     content_stems_with_parts,
-    earlier_turn_scale,
     says_sales,
     stem,
+    weigh_earlier_turns,
 )
 from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type, names_someone
@@ -344,17 +343,10 @@ def build_evidence(
             df.update(sent.terms)
             n += 1
     idf = {t: math.log(1.0 + max(n, 1) / (df[t] if df[t] else 0.5)) for t in q_terms}
-    question = plan.parsed.text or plan.parsed.original
-    last = asked_clause(question)
-    if last != question:
-        # A resolved follow-up ("What if I land at Oakland instead: How much is that BART fare: …"): the earlier
-        # turns' words weigh less, as in the extractive writer, so the passage about the case asked last (the
-        # Oakland section) is not outscored by the ones the earlier turns already answered.
-        latest = set(content_stems(last))
-        scale = earlier_turn_scale(
-            [idf[t] for t in q_terms if t in latest], [idf[t] for t in q_terms if t not in latest]
-        )
-        idf = {t: w if t in latest else w * scale for t, w in idf.items()}
+    # A resolved follow-up ("What if I land at Oakland instead: How much is that BART fare: …"): the earlier turns'
+    # words weigh less, as in the extractive writer, so the passage about the case asked last (the Oakland section)
+    # is not outscored by the ones the earlier turns already answered.
+    idf = weigh_earlier_turns(plan.parsed.text or plan.parsed.original, idf)
     total = sum(idf.values()) or 1.0
     kind = answer_type(plan.parsed.original)
     context_terms: dict[int, frozenset[str]] = {}

@@ -315,6 +315,20 @@ def earlier_turn_scale(latest: Sequence[float], earlier: Sequence[float]) -> flo
     return min(1.0, EARLIER_TURN_WEIGHT * own / before)
 
 
+def weigh_earlier_turns(question: str, idf: dict[str, float]) -> dict[str, float]:
+    """``idf`` (a question's term -> weight) with the words only a resolved follow-up's earlier question uses
+    scaled down by ``earlier_turn_scale``; unchanged for a question that is not a resolved follow-up. The
+    extractive writer and evidence selection weigh a question's terms this way."""
+    last = asked_clause(question)
+    if last == question:
+        return idf
+    latest = set(content_stems(last))
+    scale = earlier_turn_scale(
+        [w for t, w in idf.items() if t in latest], [w for t, w in idf.items() if t not in latest]
+    )
+    return {t: w if t in latest else w * scale for t, w in idf.items()}
+
+
 def starts_as_question(text: str) -> bool:
     """True when ``text`` opens with a question word ("how", "what", "can", "should" ...)."""
     return _QUESTION_LEAD_RE.match(text) is not None

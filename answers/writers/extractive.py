@@ -27,12 +27,12 @@ from answers.lexicon import (
     attribute_synonyms,
     content_stems,
     content_stems_with_parts,
-    earlier_turn_scale,
     normalise_ws,
     says_sales,
     stem,
     token_spans,
     tokens,
+    weigh_earlier_turns,
 )
 from answers.sanitise import is_instruction
 
@@ -41,6 +41,8 @@ WRITER_NAME = "extractive"
 # 4: a measure narrowed by words the question does not use ("Gaming revenue" for "revenue"), and a table
 #    row with no cell for the asked span and period (nine months only, for "the quarter ended ..."), rank lower
 # 5: "which ... the highest ..." is answered by the row of one table that ranks first on the asked period's cell
+# 6: a row is focused on the asked quarter's cell past its change cells; one figure two tables state is said once
+# 7: a sentence that reads only with the one before it ("However, ...", "... both systems") is stated with it
 WRITER_VERSION = "7"
 
 
@@ -1131,15 +1133,7 @@ class ExtractiveWriter:
         # Smoothed idf; a query term found in no sentence gets the largest weight, so missing it
         # lowers every sentence's coverage.
         idf = {t: math.log(1.0 + n / (df[t] if df[t] else 0.5)) for t in q_terms}
-        last = asked_clause(query)
-        if last != query:
-            latest = set(content_stems(last))
-            scale = earlier_turn_scale(
-                [idf[t] for t in q_terms if t in latest], [idf[t] for t in q_terms if t not in latest]
-            )
-            for t in q_terms:
-                if t not in latest:
-                    idf[t] *= scale
+        idf = weigh_earlier_turns(query, idf)
         idf_total = sum(idf.values())
         free = sum(idf[t] for t in q_terms if t in bound)
 
@@ -1388,9 +1382,10 @@ class ExtractiveWriter:
         joined = ev.text[before_start:end]
         if len(tokens(joined)) > self.max_words or excluded_sentence(joined, exclude):
             return None
-        sides = (frozenset(content_stems_with_parts(before)), frozenset(content_stems_with_parts(raw)))
-        return _Candidate.of(ev, rank, before_start, joined, joined, context, paired=True,
-                             sides=sides if continues else ())  # fmt: skip
+        sides = (
+            (frozenset(content_stems_with_parts(before)), frozenset(content_stems_with_parts(raw))) if continues else ()
+        )
+        return _Candidate.of(ev, rank, before_start, joined, joined, context, paired=True, sides=sides)
 
     def _list_candidate(self, ev: EvidenceRecord, block: ListBlock, exclude: Sequence[str], rank: int,
                         context: frozenset[str], before: tuple[int, int] | None = None) -> _Candidate | None:  # fmt: skip

@@ -141,7 +141,7 @@ class _Builder:
         text = "".join(self.sinks[0]).rstrip()
         if len(text.split()) > _INTRODUCING_ITEM_MAX_WORDS:
             return
-        if text and text[-1].isalnum() or text.endswith((")", "*", "_", '"', "'")):
+        if text and (text[-1].isalnum() or text.endswith((")", "*", "_", '"', "'"))):
             self.sinks[0][:] = [text, ":"]
 
     def push(self) -> None:
@@ -201,7 +201,8 @@ def _open(el: etree._Element, b: _Builder, confluence: bool) -> str | None:
         b.brk()
         b.pre_depth += 1
     elif tag in _BLOCK:
-        if tag in ("ul", "ol") and _tag(el.getparent()) == "li" if el.getparent() is not None else False:
+        parent = el.getparent()
+        if tag in ("ul", "ol") and parent is not None and _tag(parent) == "li":
             b.introduce()
         b.brk()
     elif tag == "br":
