@@ -113,6 +113,16 @@ _WHEN_CLAUSE_RE = re.compile(
 )
 
 
+# "When am I not allowed to join ...?", "When don't I need an SF-182 ...?", "When is a GSA computer required?": asks
+# in which case, and the answer is a condition ("... UNLESS they are required to accept ...", "If they can complete
+# their work using VDI, ..."), not a date.
+_WHEN_CONDITION_RE = re.compile(
+    r"^\s*when\b(?=[^?]*(?:\bnot\b|n't\b|\bnever\b|\b(?:allowed|permitted|required|necessary|needed|eligible|exempt|"
+    r"ok|okay|fine|appropriate|acceptable|prohibited|forbidden)\b|\bneeds?\b(?!\s+to\b)))",
+    re.I,
+)
+
+
 # "Who is the director of TTS Outreach?": the answer is somebody, named (or reachable at an address).
 _WHO_ROLE_RE = re.compile(
     r"^\s*who\s+(?:is|was|are|were)\s+(?:the|our|my|their)\s+(?:[\w-]+\s+){0,2}"
@@ -230,7 +240,7 @@ def answer_type(question: str) -> str:
     """ "number" for how-much/how-many and amount questions, "date" for when-questions, "person" for
     who-holds-this-role questions, else ""."""
     question = asked_clause(question)
-    if _WHEN_RE.search(question) and not _WHEN_CLAUSE_RE.match(question):
+    if _WHEN_RE.search(question) and not _WHEN_CLAUSE_RE.match(question) and not _WHEN_CONDITION_RE.match(question):
         return "date"
     if _WHO_ROLE_RE.search(question):
         return "person"

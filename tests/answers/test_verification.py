@@ -419,6 +419,29 @@ def test_a_period_or_a_time_of_day_answers_a_when_question() -> None:
     assert not _HAS_DATE_RE.search("Bluebird is the merger code name.")
 
 
+def test_a_when_question_about_a_case_is_answered_by_a_condition_not_a_date() -> None:
+    ev = make_evidence("ZM", "GSA employees may participate in Zoom meetings hosted by external partners UNLESS they "
+                             "are required to accept Zoom Terms of Service (TOS) or install software.")  # fmt: skip
+    by_id = {"ZM": ev}
+
+    def check(question: str):  # type: ignore[no-untyped-def]
+        return verify_claim(claim(ev.text, (ev.id, ev.text)), by_id, make_plan(question), authorised_ids=set(by_id))
+
+    assert check("When am I not allowed to join a Zoom meeting that an outside partner is hosting?").kept
+    assert check("When is joining a partner's Zoom meeting allowed?").kept
+    # Asked for a time, the same sentence (no date, no period) does not answer.
+    outcome = check("When does the Zoom meeting that an outside partner is hosting start?")
+    assert not outcome.relevant and "not_relevant:no_date_for_when" in outcome.reasons
+
+
+def test_when_do_i_need_to_asks_for_a_time_and_when_do_i_need_asks_for_a_case() -> None:
+    from answers.verification import answer_type
+
+    assert answer_type("When do I need to submit my timesheet?") == "date"
+    assert answer_type("When do I need an SF-182?") == ""
+    assert answer_type("When don't I need an SF-182 approved to go to a conference?") == ""
+
+
 def test_a_resolved_follow_up_asks_for_the_kind_of_answer_its_last_question_asks_for() -> None:
     from answers.verification import answer_type
 
