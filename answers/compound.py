@@ -30,8 +30,11 @@ __all__ = ["CompoundPart", "CompoundQuestion", "carried_part", "split_compound"]
 
 _WH = r"(?:what|what's|where|which|who|whom|whose|when|how|why)"
 _PREP = r"(?:at|in|on|for|from|to|with|by|through|via)"
-# "…, and where …", "… and how quickly …", "…, and at which site …"
-_JOIN = re.compile(rf",?\s+and\s+(?=(?:{_PREP}\s+)?{_WH}\b)", re.IGNORECASE)
+# A clause or an adverb between "and" and the next question word: "…, and after I submit it, roughly how long …".
+_CONDITION = r"(?:after|before|once|when|if|since|while|until)\s+[^,?]{3,80},\s*"
+_ADVERB = r"(?:roughly|about|approximately|also|then|exactly|just)"
+# "…, and where …", "… and how quickly …", "…, and at which site …", "…, and after I submit it, roughly how long …"
+_JOIN = re.compile(rf",?\s+and\s+(?=(?:{_CONDITION})?(?:{_ADVERB}\s+)?(?:{_PREP}\s+)?{_WH}\b)", re.IGNORECASE)
 _FIRST_WH = re.compile(rf"\b{_WH}\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
 # The first part's object, for "it" in the second: "my git signing key", "the purchase request form".

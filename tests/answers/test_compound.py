@@ -42,6 +42,21 @@ def test_the_sentences_around_the_question_travel_with_every_part() -> None:
     assert all(p.question.startswith("I only need Microsoft Office for a short while. ") for p in c.parts)
 
 
+def test_a_clause_or_an_adverb_between_and_and_the_question_word_still_splits() -> None:
+    c = split_compound(
+        "I get back from a work trip on Friday. How long do I have to file my travel voucher, and after I submit it, "
+        "roughly how long until the money shows up?"
+    )
+    assert c is not None
+    assert [p.question for p in c.parts] == [
+        "I get back from a work trip on Friday. How long do I have to file my travel voucher?",
+        "I get back from a work trip on Friday. After I submit my travel voucher, roughly how long until the money "
+        "shows up?",
+    ]
+    # Without a question word after the clause there is no second question.
+    assert split_compound("Who approves my travel voucher, and after I submit it, is a receipt needed?") is None
+
+
 def test_an_elliptic_tail_stays_one_question() -> None:
     assert split_compound("Who approves a travel request, and for how much?") is None
     assert split_compound("What is Tock and how do I use it?") is None
