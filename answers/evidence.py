@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import (
+    asks_negated,
     attribute_synonyms,
     content_stems,
     content_stems_with_parts,
     says_sales,
+    states_negation,
     stem,
     weigh_earlier_turns,
 )
@@ -349,6 +351,7 @@ def build_evidence(
     idf = weigh_earlier_turns(plan.parsed.text or plan.parsed.original, idf)
     total = sum(idf.values()) or 1.0
     kind = answer_type(plan.parsed.original)
+    negated = asks_negated(plan.parsed.text or plan.parsed.original, plan.parsed.exclude)
     context_terms: dict[int, frozenset[str]] = {}
     for sents in sentences.values():
         for sent in sents:
@@ -403,6 +406,10 @@ def build_evidence(
             if score > 0:
                 # The answer type only breaks ties between sentences that are about the question.
                 score += _answer_bonus(kind, raw, plan.parsed.original) * score
+                if negated and states_negation(raw):
+                    # "… won't be paid out?": "Your Sick Leave will not be paid out" over "Your Annual Leave will be
+                    # paid out", which shares as many of the question's words.
+                    score += ANSWER_TYPE_BONUS * score
             if is_boilerplate(raw):
                 score *= BOILERPLATE_FACTOR
             if score > 0 and plan.parsed.exclude and states_the_set_aside_case(raw, plan.parsed.exclude):

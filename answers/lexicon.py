@@ -544,3 +544,52 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
 def attribute_synonyms(term_stem: str) -> frozenset[str]:
     """The stems sources use for an asked attribute ("revenue" -> "sales", "net")."""
     return _ATTRIBUTE_SYNONYMS.get(term_stem, frozenset())
+
+
+# "When am I not allowed to join ...?", "When don't I need an SF-182 ...?", "When is a GSA computer required?": asks
+# in which case, and the answer is a condition ("... UNLESS they are required to accept ...", "If they can complete
+# their work using VDI, ..."), not a date.
+_WHEN_CASE_RE = re.compile(
+    r"^\s*when\b(?=[^?]*(?:\bnot\b|n't\b|\bnever\b|\b(?:allowed|permitted|required|necessary|needed|eligible|exempt|"
+    r"ok|okay|fine|appropriate|acceptable|prohibited|forbidden)\b|\bneeds?\b(?!\s+to\b)))",
+    re.I,
+)
+
+
+def asks_for_a_case(question: str) -> bool:
+    """Whether a when-question asks in which case something holds, not at what time."""
+    return bool(_WHEN_CASE_RE.match(question))
+
+
+# "Which of my leave balances won't be paid out?", "What can't I do …?", "Who isn't eligible …?": the predicate asked
+# about is negated.  "subscribers, not publishers" sets a term aside (query_parser's exclusion), it negates nothing.
+_NEGATED_ASK_RE = re.compile(
+    r"\b(?:can|could|do|does|did|is|are|was|were|will|would|should|must|may|have|has|wo|ca)n[’']t\b|\bcannot\b"
+    r"|\b(?:not|never)\b(?!\s+(?:only|just|sure)\b)",
+    re.I,
+)
+# A sentence that says what is not so, or only so under a condition: "Your Sick Leave will not be paid out",
+# "No approval is needed to archive …", "… UNLESS they are required to accept …", "May only be reimbursable if …".
+_NEGATIVE_STATEMENT_RE = re.compile(
+    r"\b(?:not|no|never|cannot|unless|only|except|prohibited|forbidden|nor)\b|n[’']t\b", re.I
+)
+
+
+_SO_ASKED_RE = re.compile(
+    r"[,;]\s*(?:so|but|and\s+so)\s+(?=(?:what|which|who|where|when|how|why|can|could|do|does|is|are|should)\b)", re.I
+)
+
+
+def asks_negated(question: str, exclude: Sequence[str] = ()) -> bool:
+    """Whether the asked clause negates its predicate (an exclusion's "not <term>" does not count).  The asker's
+    situation is not asked: "Standard and compressed schedules don't allow credit hours, so which schedule types
+    do?" asks which ones do."""
+    clause = _SO_ASKED_RE.split(asked_sentence(asked_clause(question)))[-1]
+    for term in exclude:
+        clause = re.sub(rf"\bnot\s+(?:the\s+)?{re.escape(term)}", " ", clause, flags=re.I)
+    return bool(_NEGATED_ASK_RE.search(clause))
+
+
+def states_negation(sentence: str) -> bool:
+    """Whether the sentence says what is not so, or only so under a condition."""
+    return bool(_NEGATIVE_STATEMENT_RE.search(sentence))

@@ -23,6 +23,7 @@ from answers.judge import JudgeError, judge_for_tenant
 from answers.lexicon import (
     asked_clause,
     asked_sentence,
+    asks_for_a_case,
     attribute_synonyms,
     content_stems,
     identifier_spans,
@@ -109,16 +110,6 @@ _WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+whe
 _WHEN_CLAUSE_RE = re.compile(
     r"^\s*when\s+(?:i|you|we|they|he|she|someone|people|my|our|your|a|an|the)\b[^,?]*,\s*"
     r"(?:how|what|which|who|where|why|can|could|do|does|should|is|are|will|would|may|must)\b",
-    re.I,
-)
-
-
-# "When am I not allowed to join ...?", "When don't I need an SF-182 ...?", "When is a GSA computer required?": asks
-# in which case, and the answer is a condition ("... UNLESS they are required to accept ...", "If they can complete
-# their work using VDI, ..."), not a date.
-_WHEN_CONDITION_RE = re.compile(
-    r"^\s*when\b(?=[^?]*(?:\bnot\b|n't\b|\bnever\b|\b(?:allowed|permitted|required|necessary|needed|eligible|exempt|"
-    r"ok|okay|fine|appropriate|acceptable|prohibited|forbidden)\b|\bneeds?\b(?!\s+to\b)))",
     re.I,
 )
 
@@ -240,7 +231,7 @@ def answer_type(question: str) -> str:
     """ "number" for how-much/how-many and amount questions, "date" for when-questions, "person" for
     who-holds-this-role questions, else ""."""
     question = asked_clause(question)
-    if _WHEN_RE.search(question) and not _WHEN_CLAUSE_RE.match(question) and not _WHEN_CONDITION_RE.match(question):
+    if _WHEN_RE.search(question) and not _WHEN_CLAUSE_RE.match(question) and not asks_for_a_case(question):
         return "date"
     if _WHO_ROLE_RE.search(question):
         return "person"

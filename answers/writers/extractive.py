@@ -23,12 +23,15 @@ from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.lexicon import (
     STOPWORDS,
     asked_clause,
+    asks_for_a_case,
+    asks_negated,
     asks_superlative,
     attribute_synonyms,
     content_stems,
     content_stems_with_parts,
     normalise_ws,
     says_sales,
+    states_negation,
     stem,
     token_spans,
     tokens,
@@ -43,7 +46,9 @@ WRITER_NAME = "extractive"
 # 5: "which ... the highest ..." is answered by the row of one table that ranks first on the asked period's cell
 # 6: a row is focused on the asked quarter's cell past its change cells; one figure two tables state is said once
 # 7: a sentence that reads only with the one before it ("However, ...", "... both systems") is stated with it
-WRITER_VERSION = "7"
+# 8: a negated question ("… won't be paid out?") prefers a sentence that says what is not so; "when" asking in
+#    which case ("When am I not allowed to …?") wants no date
+WRITER_VERSION = "8"
 
 
 def writer_release() -> dict[str, str]:
@@ -571,8 +576,8 @@ def _asked_shape(query: str) -> str:
     if re.search(r"\bhow (?:much|many|long|often|large|big)\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
                  r"amount|number|total|cost|rate|percentage)\b", q):  # fmt: skip
         return "number"
-    if re.search(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bdeadline\b", q):
-        return "date"
+    if re.search(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bdeadline\b", q) and not asks_for_a_case(q):
+        return "date"  # "When am I not allowed to …?" asks for a case, not a date
     if re.match(r"\s*which\s+(?!(?:was|is|were|are|one|of)\b)[a-z]", q):
         return "name"  # "Which password manager does TTS recommend?", not "Which was larger: ..."
     if re.match(r"\s*who\s+(?:is|was|are|were)\s+(?:the|our|my|their)\b", q):
@@ -1125,6 +1130,7 @@ class ExtractiveWriter:
         if not candidates:
             return []
         wants = _asked_shape(query)
+        negated = asks_negated(query, parsed.exclude)
 
         df: Counter[str] = Counter()
         for c in candidates:
@@ -1180,6 +1186,10 @@ class ExtractiveWriter:
                 score += self.shape_bonus  # "how much" is answered by a number, "when" by a date
             if c.command:
                 score += self.shape_bonus  # the instruction with its command says how, not only what to do
+            if negated and states_negation(c.text):
+                # "Which of my leave balances won't be paid out?" is answered by "Your Sick Leave will not be paid
+                # out", not by "Your Annual Leave will be paid out", which shares the same words.
+                score += self.shape_bonus
             if sim is not None:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
             if unasked_qualifier(c.text, asked):  # computed again below for the chosen set; cheap

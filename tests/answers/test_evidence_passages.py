@@ -110,3 +110,16 @@ def test_a_resolved_follow_up_gets_the_passage_about_the_case_it_asked_last() ->
 
     # Every word of the earlier question is in the SFO passage; the one asked last is about Oakland.
     assert "Coliseum station" in records[0].text
+
+
+def test_a_negated_question_gets_the_passage_that_says_what_is_not_so() -> None:
+    text = (
+        "Your Annual Leave will be paid out when you leave TTS.\n\nRead the FAQ.\n\n"
+        "Your comp time will be paid out when you leave TTS.\n\nRead the FAQ.\n\n"
+        "Your Sick Leave will not be paid out when you leave TTS."
+    )
+    question = "Which of my leave balances won't be paid out when I leave TTS?"
+    # Room for one passage: the one that answers the negated question.
+    records, _ = build_evidence(plan(question), [chunk(text)], token_budget=14)
+
+    assert [r.text for r in records] == ["Your Sick Leave will not be paid out when you leave TTS."]

@@ -995,3 +995,38 @@ def test_the_ranked_set_and_the_ranking_words_are_not_what_a_claim_must_state() 
     assert "category" not in attribute_terms(make_plan(question))
     assert "revenu" in attribute_terms(make_plan(question))  # what the row's figure must be a figure of
     assert ranking_words("What was Amazon's revenue in the most recent quarter?") == frozenset()
+
+
+# --------------------------------------------------------------------------- negated questions
+
+OFFBOARDING = (
+    "Your Annual Leave will be paid out when you leave TTS. "
+    "Your Sick Leave will not be paid out when you leave TTS; however, you will not lose it."
+)
+
+
+def test_a_negated_question_is_answered_by_the_sentence_that_says_what_is_not_so() -> None:
+    evidence = [make_evidence("OFF", OFFBOARDING)]
+    question = "Which of my leave balances won't be paid out when I leave TTS?"
+    claims = ExtractiveWriter().write(make_plan(question), evidence, max_claims=1)
+    assert [c.text for c in claims] == [
+        "Your Sick Leave will not be paid out when you leave TTS; however, you will not lose it."
+    ]
+    # Asked without the negation, the same evidence answers with the other sentence first.
+    claims = ExtractiveWriter().write(make_plan("Which of my leave balances will be paid out when I leave TTS?"),
+                                      evidence, max_claims=1)  # fmt: skip
+    assert claims[0].text.startswith("Your Annual Leave")
+
+
+def test_what_the_asker_already_knows_or_sets_aside_is_not_the_negation_asked() -> None:
+    from answers.lexicon import asks_negated, states_negation
+
+    assert asks_negated("When I leave TTS, which of my leave balances won't be paid out to me?")
+    assert asks_negated("If I notice suspicious activity on my laptop, what should I not do?")
+    assert asks_negated("Who isn't eligible for the leave transfer program?")
+    assert not asks_negated("Standard and compressed schedules don't allow credit hours, so which schedule types do?")
+    assert not asks_negated("I don't have a clearance. Do I still have to notify GSA before a trip abroad?")
+    assert not asks_negated("Which changes affect subscribers, not publishers?", ("publishers",))
+    assert states_negation("No approval is needed to archive a repository.")
+    assert states_negation("Laundry may only be reimbursable if travel involves at least 4 consecutive nights.")
+    assert not states_negation("Your Annual Leave will be paid out.")
