@@ -39,7 +39,7 @@ from django.core.cache import cache
 
 from answers import engine
 from answers.contracts import EvidenceRecord, to_jsonable
-from answers.lexicon import asked_clause, content_stems, starts_as_question
+from answers.lexicon import STOPWORDS, asked_clause, content_stems, starts_as_question
 from answers.query_parser import parse_query
 from answers.writers.extractive import new_names
 from core.errors import ApiError
@@ -223,6 +223,28 @@ def _swap_owned(base: str, fragment: str, period_scope: Sequence[str] = ()) -> s
     return None
 
 
+# "And a public one?": another kind of the thing the last question asked about.
+_ONE_RE = re.compile(r"^(?:(?:a|an|the|my|our|your)\s+)?(?P<kind>[a-z][\w-]*)\s+ones?$", re.I)
+# "... before making a private repo in our GitHub org": a determiner, a lower-case word saying which kind, the thing.
+_KIND_NP_RE = re.compile(r"\b(?:a|an|the|my|our|your)\s+(?P<kind>[a-z][\w-]*)\s+(?P<thing>[a-z][\w-]*)\b")
+
+
+def _swap_kind(base: str, fragment: str) -> str | None:
+    """ "And a public one?" after "Do I need approval before making a private repo in our GitHub org?": the same
+    question about a public repo ("Do I need approval before making a public repo in our GitHub org?"), not the
+    last question with "a public one" appended, which still says "private"."""
+    m = _ONE_RE.match(fragment.strip())
+    if m is None or m.group("kind").lower() in STOPWORDS:
+        return None
+    kind = m.group("kind")
+    for np in _KIND_NP_RE.finditer(base):
+        old, thing = np.group("kind"), np.group("thing")
+        if old.lower() in STOPWORDS or thing.lower() in STOPWORDS or old.lower() == kind.lower():
+            continue
+        return f"{base[: np.start('kind')]}{kind}{base[np.end('kind') :]}"
+    return None
+
+
 def _same_calendar_quarter(question: str, period_scope: Sequence[str]) -> str:
     """ "The same quarter" of another company is the same months, not its quarter of the same name: AWS's
     Q1 2023 ended March 31, 2023; Microsoft's fiscal Q1 2023 ended September 30, 2022.  The label the last
@@ -260,6 +282,8 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     starts_with_prep = bool(frag_words) and frag_words[0] in _PREPOSITIONS
     if lead and (swapped := _swap_entity(base, fragment, previous.plan.get("period_scope") or ())) is not None:
         return Resolution(True, swapped, "entity_swap", new_terms)
+    if lead and (swapped := _swap_kind(base, fragment)) is not None:
+        return Resolution(True, swapped, "kind_swap", new_terms)
     if lead and (other := _OTHER_MEASURE.match(fragment)) and (slot := _MEASURE_SLOT.match(base)):
         question = f"{slot.group('head')}{other.group('attr')}{slot.group('tail') or ''}?"
         return Resolution(True, question, "measure_swap", new_terms)

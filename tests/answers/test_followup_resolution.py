@@ -45,6 +45,17 @@ def test_a_follow_up_without_a_possessive_subject_is_still_appended() -> None:
     assert r.method == "scope_append"
 
 
+def test_another_kind_of_the_same_thing_takes_the_place_of_the_kind_asked_about() -> None:
+    r = resolve_followup(
+        after("Do I need to get anyone's OK before making a private repo in our GitHub org?"), "And a public one?"
+    )
+    assert r.method == "kind_swap"
+    assert r.question == "Do I need to get anyone's OK before making a public repo in our GitHub org?"
+    # Without a "<kind> <thing>" to swap, the fragment is appended as before.
+    r = resolve_followup(after("How many days of annual leave can I carry over?"), "And the sick one?")
+    assert r.method == "scope_append"
+
+
 def test_another_company_asks_the_same_question_about_it() -> None:
     r = resolve_followup(
         after("How much did Amazon spend on sales and marketing in the quarter ended September 30, 2023?"),
