@@ -378,19 +378,6 @@ def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord]) -> li
     return out
 
 
-def _texts_by_source(outcomes: Sequence[ClaimOutcome], records: Sequence[EvidenceRecord]) -> list[str]:
-    """The kept claims' cited texts, those of one source document read together: "We recommend using KeePassXC
-    …" and "… use a password manager to store your passwords" answer "Which password manager should I be using?"
-    together, though neither sentence has all of its words."""
-    by_id = {e.id: e for e in records}
-    grouped: dict[object, list[str]] = {}
-    for outcome in outcomes:
-        for citation, text in zip(outcome.draft.citations, _cited_texts(outcome, records), strict=True):
-            rec = by_id.get(citation.evidence_id)
-            grouped.setdefault(rec.document_id if rec is not None else citation.evidence_id, []).append(text)
-    return ["\n".join(texts) for texts in grouped.values()]
-
-
 def draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], *, writer: Any | None = None,
                      info: dict[str, Any] | None = None) -> Iterator[ClaimOutcome]:  # fmt: skip
     """Draft with the writer and yield each claim as soon as it is verified.
@@ -1084,8 +1071,7 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
             if not outcome.kept:
                 continue
             held.append(outcome)
-            best = max(best, evidence_strength(run.plan, _texts_by_source(
-                [o for o in run.outcomes if o.kept], run.records)))  # fmt: skip
+            best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records)))
             if best >= WEAK_EVIDENCE_THRESHOLD:
                 for o in held:
                     run.shown.append(o)
@@ -1111,7 +1097,7 @@ def conflict_stage(run: AnswerRun) -> None:
 def abstain_stage(run: AnswerRun) -> None:
     """Release the kept claims, or abstain with a reason."""
     kept = [o for o in run.outcomes if o.kept]
-    run.strength = evidence_strength(run.plan, _texts_by_source(kept, run.records))
+    run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records)])
     if run.multi_hop or run.compare:
         # Each hop (each figure) already cleared the checks on its own question.
         run.strength = 1.0 if kept and run.conclusion else run.strength

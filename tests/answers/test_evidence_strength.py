@@ -63,31 +63,3 @@ def test_a_quote_that_answers_the_question_after_the_askers_situation_is_strong_
     assert evidence_strength(plan_question(question.replace(". Who", ", who"), NOW), [answer]) < 0.45
     # A quote about the situation alone stays weak.
     assert evidence_strength(plan_question(question, NOW), ["Partner agencies build products too."]) < 0.45
-
-
-def test_the_kept_claims_of_one_source_cover_the_question_together_and_those_of_two_sources_do_not() -> None:
-    from dataclasses import replace
-
-    from answers.contracts import Citation, DraftClaim, EvidenceRecord, VerificationResult
-    from answers.engine import WEAK_EVIDENCE_THRESHOLD, ClaimOutcome, _texts_by_source
-
-    recommend = "We recommend using KeePassXC which is open source and runs on Windows, MacOS and Linux."
-    manager = "There's a secret to dealing with passwords: use a password manager to store your passwords."
-    page = EvidenceRecord(id="P1", document_id=1, chunk_id=1, canonical_url="https://wiki.example/passwords",
-                          title="Requirements", source_system="confluence", container="HANDBOOK",
-                          text=f"{manager} {recommend}", char_start=0, char_end=200, snapshot_sha256="0" * 64)  # fmt: skip
-
-    def kept(eid: str, quote: str) -> ClaimOutcome:
-        return ClaimOutcome(DraftClaim(eid + quote[:5], quote, (Citation(eid, quote),)),
-                            VerificationResult("c", True, "supported", True, "verbatim"), quote, True)  # fmt: skip
-
-    plan = plan_question("Which password manager should I be using for my work logins?", NOW)
-    one_page = [page]
-    assert evidence_strength(plan, [recommend]) < WEAK_EVIDENCE_THRESHOLD
-    assert evidence_strength(plan, [manager]) < WEAK_EVIDENCE_THRESHOLD
-    both = [kept("P1", recommend), kept("P1", manager)]
-    assert evidence_strength(plan, _texts_by_source(both, one_page)) >= WEAK_EVIDENCE_THRESHOLD
-    # The same two sentences on two pages are two partial answers, not one.
-    other = replace(page, id="P2", document_id=2)
-    apart = [kept("P1", recommend), kept("P2", manager)]
-    assert evidence_strength(plan, _texts_by_source(apart, [page, other])) < WEAK_EVIDENCE_THRESHOLD
