@@ -86,6 +86,27 @@ def test_the_table_probes_are_questions_in_the_labelled_sets_format() -> None:
         assert probe["user"] == "carol" and probe["expect"] == "answer" and probe["turns"][0]["facts"]
 
 
+def test_the_fifteenth_rounds_probes_quote_their_pages_and_state_facts_the_pages_hold() -> None:
+    # Written from the handbook pages only (docs/evaluation.md, fifteenth round), asked with
+    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r15.jsonl`.
+    probes = correctness.load_items(correctness.DATA.parent / "probes_r15.jsonl")
+    assert len(probes) == 52 and sum(len(p["turns"]) for p in probes) == 72
+    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
+    root = Path(settings.CAIRN["DEMO_DATA_DIR"]) / "18f_handbook" / "pages_current.jsonl"
+    pages = {json.loads(line)["id"]: json.loads(line)["text"] for line in root.read_text().splitlines() if line}
+    for probe in probes:
+        assert probe["user"] == "alice" and probe["expect"] == "answer" and probe["split"] == "dev", probe["id"]
+        for turn in probe["turns"]:
+            cited = [pages[p["doc"].removeprefix("handbook:")] for p in turn["passages"]]
+            quoted = zip(turn["passages"], cited, strict=True)
+            assert all(cs.normalise(p["quote"]) in cs.normalise(text) for p, text in quoted), probe["id"]
+            if probe["category"] != "multi_hop":  # a multi-hop fact may be worked out (its notes say so)
+                assert all(
+                    any(cs.normalise(alt) in cs.normalise(" ".join(cited)) for alt in cs.alternatives(fact))
+                    for fact in turn["facts"]
+                ), (probe["id"], turn["facts"])
+
+
 def test_evaluate_refuses_a_question_file_that_is_not_there() -> None:
     with pytest.raises(CommandError, match="--data"):
         call_command("evaluate", "--suite", "correctness", "--data", "evaluation/data/no-such-file.jsonl")
