@@ -550,7 +550,7 @@ def attribute_synonyms(term_stem: str) -> frozenset[str]:
 # in which case, and the answer is a condition ("... UNLESS they are required to accept ...", "If they can complete
 # their work using VDI, ..."), not a date.
 _WHEN_CASE_RE = re.compile(
-    r"^\s*when\b(?=[^?]*(?:\bnot\b|n't\b|\bnever\b|\b(?:allowed|permitted|required|necessary|needed|eligible|exempt|"
+    r"^\s*when\b(?=[^?]*(?:\bnot\b|n[’']t\b|\bnever\b|\b(?:allowed|permitted|required|necessary|needed|eligible|exempt|"
     r"ok|okay|fine|appropriate|acceptable|prohibited|forbidden)\b|\bneeds?\b(?!\s+to\b)))",
     re.I,
 )

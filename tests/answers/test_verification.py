@@ -440,6 +440,7 @@ def test_when_do_i_need_to_asks_for_a_time_and_when_do_i_need_asks_for_a_case() 
     assert answer_type("When do I need to submit my timesheet?") == "date"
     assert answer_type("When do I need an SF-182?") == ""
     assert answer_type("When don't I need an SF-182 approved to go to a conference?") == ""
+    assert answer_type("When don’t I need an SF-182 approved to go to a conference?") == ""  # a typographic apostrophe
 
 
 def test_a_resolved_follow_up_asks_for_the_kind_of_answer_its_last_question_asks_for() -> None:
