@@ -573,8 +573,7 @@ _NEGATED_ASK_RE = re.compile(
 _NEGATIVE_STATEMENT_RE = re.compile(
     r"\b(?:not|no|never|cannot|unless|only|except|prohibited|forbidden|nor)\b|n[’']t\b", re.I
 )
-
-
+# "<what the asker knows>, so which schedule types do?": the question starts after "so" or "but".
 _SO_ASKED_RE = re.compile(
     r"[,;]\s*(?:so|but|and\s+so)\s+(?=(?:what|which|who|where|when|how|why|can|could|do|does|is|are|should)\b)", re.I
 )

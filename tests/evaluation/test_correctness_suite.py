@@ -92,8 +92,9 @@ def test_the_fifteenth_rounds_probes_quote_their_pages_and_state_facts_the_pages
     probes = correctness.load_items(correctness.DATA.parent / "probes_r15.jsonl")
     assert len(probes) == 52 and sum(len(p["turns"]) for p in probes) == 72
     assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
-    root = Path(settings.CAIRN["DEMO_DATA_DIR"]) / "18f_handbook" / "pages_current.jsonl"
-    pages = {json.loads(line)["id"]: json.loads(line)["text"] for line in root.read_text().splitlines() if line}
+    from connectors.demo.loader import handbook_pages
+
+    pages = {page["id"]: page["text"] for page in handbook_pages()}
     for probe in probes:
         assert probe["user"] == "alice" and probe["expect"] == "answer" and probe["split"] == "dev", probe["id"]
         for turn in probe["turns"]:
