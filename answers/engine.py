@@ -59,7 +59,7 @@ from answers.contracts import (
 )
 from answers.evidence import build_evidence, narrow_to_answer_type, table_records
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import asks_superlative, content_stems, version_key
+from answers.lexicon import asked_clause, asks_superlative, content_stems, version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
@@ -73,7 +73,7 @@ from answers.scoping import (
     scope_abstention,
     unknown_entities,
 )
-from answers.verification import answer_type, attribute_terms, verifier_release
+from answers.verification import answer_type, attribute_terms, named_phrases, names_phrase, verifier_release
 from answers.writers import writer_for_tenant
 from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, new_names, ranked_table, scoped_terms
 from core.backends import embedder, get_backend
@@ -365,15 +365,19 @@ def _headings_above(text: str, quote: str) -> list[str]:
     return [line for line in text[:at].split("\n") if is_heading(line)] if at > 0 else []
 
 
-def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord]) -> list[str]:
+def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord], plan: QueryPlan) -> list[str]:
     """Each citation's quote with its source's title and the headings above it in the passage: they say
     what the sentence is about ("ExampleDB 18 release notes / Logical replication"), which the quoted
-    sentence often leaves implicit."""
+    sentence often leaves implicit.  So do the names the question uses that the passage names, however it
+    spells them ("the Employee Assistance Program" in a passage about "The EAP")."""
     by_id = {e.id: e for e in records}
+    names = named_phrases(asked_clause(plan.parsed.original))
     out = []
     for c in outcome.draft.citations:
         rec = by_id.get(c.evidence_id)
         context = [rec.title, *_headings_above(rec.text, c.quote)] if rec is not None else []
+        if rec is not None:
+            context += [n for n in names if names_phrase(n, rec.text, rec.title)]
         out.append("\n".join([c.quote, *context]))
     return out
 
@@ -1071,7 +1075,7 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
             if not outcome.kept:
                 continue
             held.append(outcome)
-            best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records)))
+            best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records, run.plan)))
             if best >= WEAK_EVIDENCE_THRESHOLD:
                 for o in held:
                     run.shown.append(o)
@@ -1097,7 +1101,7 @@ def conflict_stage(run: AnswerRun) -> None:
 def abstain_stage(run: AnswerRun) -> None:
     """Release the kept claims, or abstain with a reason."""
     kept = [o for o in run.outcomes if o.kept]
-    run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records)])
+    run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records, run.plan)])
     if run.multi_hop or run.compare:
         # Each hop (each figure) already cleared the checks on its own question.
         run.strength = 1.0 if kept and run.conclusion else run.strength

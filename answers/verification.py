@@ -309,6 +309,25 @@ def named_phrases(question: str) -> list[str]:
     ]
 
 
+def phrase_words(phrase: str) -> set[str]:
+    return set(content_stems(" ".join(w for w in phrase.split() if not w.isupper())))
+
+
+def names_phrase(phrase: str, text: str, titles: str = "", seen: set[str] | None = None) -> bool:
+    """Whether ``text`` (a passage, with its ``titles``) names ``phrase``: all its words, its initials as
+    sources write it after the first use ("The Work Number (TWN)"), or run together ("HRLinks" for "HR Links")."""
+    words = phrase_words(phrase)
+    if seen is None:
+        seen = set(content_stems(f"{text} {titles}"))
+    if not words or words <= seen:
+        return True
+    initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
+    if len(initials) >= 2 and re.search(rf"\b{initials}\b", text) is not None:
+        return True
+    joined = re.escape(phrase.replace(" ", ""))
+    return re.search(rf"\b{joined}\b", f"{text} {titles}", re.I) is not None
+
+
 def code_identifiers(question: str) -> list[str]:
     """Lower-case names joined by hyphens or underscores: "orders-api", "lr_example_parallel_apply".
 
@@ -352,6 +371,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     for product in products:
         if not mentions(said, product):
             reasons.append(f"product_not_mentioned:{product}")
+    named_words: set[str] = set()  # the words of the names the passage was checked to name
     if cited:
         # The passage a claim is cut from says what it is about: "Log in to HR Links; ...; Wait up to 5
         # business days for the changes to take effect."
@@ -361,14 +381,9 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # answer it got (not the names it used) is what "that" stands for.
         for phrase in named_phrases(asked_clause(plan.parsed.original)):
             # "the TTS Business Operations Division": a page about the Acquisition Division does not answer.
-            words = set(content_stems(" ".join(w for w in phrase.split() if not w.isupper())))
-            # Its initials name it too, as sources write it after the first use: "The Work Number (TWN)".
-            initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
-            named_by_initials = len(initials) >= 2 and re.search(rf"\b{initials}\b", said_around) is not None
-            # Sources write some names run together: "HRLinks" for "HR Links".
-            joined = re.escape(phrase.replace(" ", ""))
-            named_joined = re.search(rf"\b{joined}\b", f"{said_around} {titles_of(cited)}", re.I) is not None
-            if words and not words <= seen and not named_by_initials and not named_joined:
+            if names_phrase(phrase, said_around, titles_of(cited), seen):
+                named_words |= phrase_words(phrase)
+            else:
                 reasons.append(f"name_not_mentioned:{phrase}")
     kind = answer_type(plan.parsed.original)
     # The attribute check applies where generic sentences win today: questions bound to an
@@ -377,7 +392,10 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     targeted = bool(plan.entity_scope or plan.period_scope or products or kind)
     asked = attribute_terms(plan) if targeted else frozenset()
     if asked:
-        have = set(content_stems(said + " " + titles_of(cited)))
+        # A name the passage names counts as addressed: "How many free counseling sessions do I get through the
+        # Employee Assistance Program?" is answered by "You can receive six free sessions ..." in a passage about
+        # "The EAP", a sentence that need not spell the program's name again.
+        have = set(content_stems(said + " " + titles_of(cited))) | named_words
         covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         # A follow-up's claim may address its last question alone: the earlier one only says what "that" is.
         latest = latest_attribute_terms(plan, asked)

@@ -162,6 +162,12 @@ def cited_doc_pks(response: dict[str, Any]) -> list[list[int]]:
     return out
 
 
+def turn_expect(item: dict[str, Any], turn: dict[str, Any]) -> str:
+    """What a turn expects: the item's ``expect``, unless the turn sets its own (a conversation whose later turn
+    asks something the corpus does not answer: ``{"expect": "abstain", "facts": [], "passages": []}``)."""
+    return str(turn.get("expect") or item.get("expect") or "answer")
+
+
 def score_turn(item: dict[str, Any], turn: dict[str, Any], response: dict[str, Any],
                doc_keys: dict[int, str]) -> TurnScore:  # fmt: skip
     """Score one turn's response.  ``doc_keys`` maps the asker's tenant's Document ids to labelled keys."""
@@ -179,7 +185,7 @@ def score_turn(item: dict[str, Any], turn: dict[str, Any], response: dict[str, A
     pieces = [normalise(t) for t in [*texts, conclusion] if t] if answered else []
     wrong = [w for w in item.get("wrong") or []
              if any(states(p, w) and not any(states(p, f) for f in facts) for p in pieces)]  # fmt: skip
-    if item.get("expect") == "abstain":
+    if turn_expect(item, turn) == "abstain":
         correct = not answered
     else:
         correct = answered and stated == len(facts) and not wrong

@@ -162,7 +162,8 @@ def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -
                 followup = (response.get("trace") or {}).get("followup") or {}
                 resolved = followup.get("resolved_question") or turn["question"]
                 recall = None
-                if item["expect"] == "answer" and turn["passages"]:
+                expect = cs.turn_expect(item, turn)
+                if expect == "answer" and turn["passages"]:
                     with tenant_context(tid):
                         ranked = _ranked_in_trace(response, doc_keys)
                         if ranked is None:
@@ -172,7 +173,7 @@ def ask_items(items: list[dict[str, Any]], corpus: Any, progress: bool = True) -
                 abst = (response.get("answer") or {}).get("abstention")
                 rows.append({
                     "id": item["id"], "turn": n + 1, "split": item["split"], "category": item["category"],
-                    "user": item["user"], "expect": item["expect"], "question": turn["question"],
+                    "user": item["user"], "expect": expect, "question": turn["question"],
                     "resolved_question": resolved if resolved != turn["question"] else None,
                     "answered": s.answered, "correct": s.correct, "facts_stated": s.facts_stated,
                     "facts_total": s.facts_total, "wrong_stated": s.wrong_stated, "claims": s.claims,

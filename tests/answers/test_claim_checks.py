@@ -296,3 +296,21 @@ def test_an_irregular_plural_and_peoples_words_for_a_filings_terms_match() -> No
     assert stem("lives") == stem("life")  # "the useful lives of our server and network equipment"
     assert set(content_stems("equipment")) <= attribute_synonyms(stem("gear"))
     assert set(content_stems("increased")) <= attribute_synonyms(stem("boost"))
+
+
+def test_a_program_the_passage_names_by_its_initials_counts_as_addressed() -> None:
+    question = "How many free counseling sessions do I get through the Employee Assistance Program?"
+    passage = ("The EAP offers sessions with licensed or credentialed counselors on a variety of topics. "
+               "You can receive six free sessions for you or family members living in your household.")  # fmt: skip
+    claim = "You can receive six free sessions for you or family members living in your household."
+    plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
+    evidence = {"A": replace(ev("A", passage), title="Benefits")}
+    reasons = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), evidence, plan,
+                           authorised_ids={"A"}).reasons  # fmt: skip
+    assert not [r for r in reasons if r.startswith("not_relevant")]
+    # A passage that does not name the program leaves its words unaddressed, as before.
+    elsewhere = {"A": replace(ev("A", claim), title="Benefits")}
+    reasons = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), elsewhere, plan,
+                           authorised_ids={"A"}).reasons  # fmt: skip
+    assert "not_relevant:name_not_mentioned:Employee Assistance Program" in reasons
+    assert "not_relevant:attribute_not_addressed" in reasons

@@ -347,6 +347,21 @@ def test_the_headings_above_a_quoted_sentence_count_towards_its_evidence_strengt
     assert body["trace"]["threshold"]["strength"] >= body["trace"]["threshold"]["weak_evidence"]
 
 
+def test_a_program_named_by_its_initials_in_the_passage_counts_for_the_claim_cut_from_it(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "benefits", "title": "Benefits",
+         "text": "Employee assistance\n\nThe EAP offers sessions with licensed or credentialed counselors on a "
+                 "variety of topics: grief, work-related stress and financial issues.\n\nYou can receive six free "
+                 "sessions for you or family members living in your household."},
+    ])  # fmt: skip
+    # The sentence never spells out the program; its passage calls it "The EAP".
+    body = ask(cast.tokens["bob"], "How many free counseling sessions do I get through the Employee Assistance Program?")
+
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    assert any("six free sessions" in c["text"] for c in body["answer"]["claims"])
+    assert body["trace"]["threshold"]["strength"] >= body["trace"]["threshold"]["weak_evidence"]
+
+
 # --------------------------------------------------------------------------- compound questions
 
 

@@ -108,6 +108,48 @@ def test_the_fifteenth_rounds_probes_quote_their_pages_and_state_facts_the_pages
                 ), (probe["id"], turn["facts"])
 
 
+def test_the_sixteenth_rounds_conversations_quote_their_pages_and_end_half_of_them_unanswerable() -> None:
+    # Two-turn conversations written from the handbook pages only (docs/evaluation.md, sixteenth round): in the
+    # "fa" ones the follow-up asks what no page says, in the "fs" ones it is answered from the same page or from
+    # another one.  Asked with `manage.py evaluate --suite correctness --split dev --data
+    # evaluation/data/probes_r16.jsonl`.
+    probes = correctness.load_items(correctness.DATA.parent / "probes_r16.jsonl")
+    assert len(probes) == 24 and all(len(p["turns"]) == 2 for p in probes)
+    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
+    from connectors.demo.loader import handbook_pages
+
+    pages = {page["id"]: page["text"] for page in handbook_pages()}
+    unanswerable = [p["id"] for p in probes if cs.turn_expect(p, p["turns"][1]) == "abstain"]
+    assert len(unanswerable) == 12 and all(i.startswith("probe16-fa-") for i in unanswerable)
+    for probe in probes:
+        assert probe["user"] == "alice" and probe["category"] == "follow_up" and probe["split"] == "dev"
+        for turn in probe["turns"]:
+            if cs.turn_expect(probe, turn) == "abstain":
+                assert not turn["facts"] and not turn["passages"] and turn["why_unanswerable"], probe["id"]
+                continue
+            cited = [pages[p["doc"].removeprefix("handbook:")] for p in turn["passages"]]
+            quoted = zip(turn["passages"], cited, strict=True)
+            assert turn["facts"] and all(cs.normalise(p["quote"]) in cs.normalise(text) for p, text in quoted)
+            assert all(
+                any(cs.normalise(alt) in cs.normalise(" ".join(cited)) for alt in cs.alternatives(fact))
+                for fact in turn["facts"]
+            ), (probe["id"], turn["facts"])
+
+
+def test_a_turn_that_expects_no_answer_is_right_only_when_it_abstains_in_an_answerable_conversation() -> None:
+    conversation = {"id": "fu-x", "category": "follow_up", "user": "alice", "expect": "answer", "wrong": [],
+                    "turns": [{"question": "What comes in the home kit?", "facts": ["monitor"], "passages": []},
+                              {"question": "What size is the monitor they send?", "expect": "abstain",
+                               "facts": [], "passages": []}]}  # fmt: skip
+    first, second = conversation["turns"]
+    kit = response(("GSA IT can provide a remote kit, including a monitor and a keyboard.", 4))
+    assert cs.turn_expect(conversation, first) == "answer" and cs.turn_expect(conversation, second) == "abstain"
+    assert cs.score_turn(conversation, first, kit, DOC_KEYS).correct
+    # Answering the size question with the kit's contents is wrong; abstaining is right.
+    assert not cs.score_turn(conversation, second, kit, DOC_KEYS).correct
+    assert cs.score_turn(conversation, second, response(abstention="weak_evidence"), DOC_KEYS).correct
+
+
 def test_evaluate_refuses_a_question_file_that_is_not_there() -> None:
     with pytest.raises(CommandError, match="--data"):
         call_command("evaluate", "--suite", "correctness", "--data", "evaluation/data/no-such-file.jsonl")
