@@ -167,6 +167,10 @@ _PERIOD_NUMBERS_RE = re.compile(
 )
 
 
+# Numbers that only name a form or a code: "SF-182s", "W-2", "Tock #1810"; none is an amount.
+_CODE_NUMBERS_RE = re.compile(r"\b[A-Z]{1,4}-\d+[A-Za-z]*\b|#\d+")
+
+
 _HAS_DATE_RE = re.compile(
     r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
     r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|daily|"
@@ -181,10 +185,10 @@ _HAS_DATE_RE = re.compile(
 # Attributes that are amounts: "what was Apple's revenue" asks for a number as surely as "how much".
 _MEASURE = (
     r"(?:revenues?|sales|income|profits?|earnings|margins?|costs?|prices?|rates?|headcount|expenses?|eps|cash|"
-    r"debt|dividends?|amount|total|percentage)"
+    r"debt|dividends?|amount|total|percentage|limits?|maximum|minimum|fees?|fares?|budgets?|allowances?|salary)"
 )
 _QUANTITY_RE = re.compile(
-    rf"^\s*what\s+(?:was|were|is|are)\b.*\b{_MEASURE}\b"
+    rf"^\s*what(?:\s+(?:was|were|is|are)\b|['’]s\b).*\b{_MEASURE}\b"
     # "What gross margin in dollars did Intel report ...?"
     rf"|^\s*what\s+(?:[\w-]+\s+){{0,3}}{_MEASURE}\b(?:\s+in\s+dollars)?\s+(?:did|does|do|has|have|will)\b"
     r"|\bin\s+dollars\b",
@@ -337,6 +341,17 @@ def code_identifiers(question: str) -> list[str]:
     return [name for start, name in identifier_spans(question) if not _NEGATED_BEFORE_RE.search(question[:start])]
 
 
+# The asker in the first person singular ("I", "my", "me"): "we" and "our" may be the company whose own filing
+# the tenant holds ("What was our revenue last quarter?"); "I" never is.
+_FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|i'd|i’d|i'll|i’ll|my|me|mine|myself)\b", re.I)
+
+
+def asks_about_the_asker(plan: QueryPlan) -> bool:
+    """A question about the asker's own situation that names no company ("How much tax gets withheld from my
+    award?")."""
+    return not plan.entity_scope and not plan.parsed.entities and bool(_FIRST_PERSON_RE.search(plan.parsed.original))
+
+
 def titles_of(cited: Sequence[tuple[EvidenceRecord, str]]) -> str:
     return " ".join(ev.title for ev, _q in cited)
 
@@ -352,12 +367,18 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     (a how-much question answered with a percentage and no amount),
     ``version_not_mentioned:<name> <n>`` (the question names a version that neither the claim, its
     quotes nor the source's title or version label mention), ``identifier_not_mentioned:<name>`` (the
-    same for a service or setting name such as "orders-api").
+    same for a service or setting name such as "orders-api"), ``company_filing_for_the_asker:<id>`` (a
+    question about the asker's own situation, naming no company, answered from a company's filing).
     """
 
     reasons: list[str] = []
+    personal = asks_about_the_asker(plan)
     for ev, _quote in cited:
         entity = str((ev.about or {}).get("entity") or "")
+        if personal and entity:
+            # "What's the credit limit on the card once I have it?": a company's filing describes that company,
+            # never the asker's own card, leave or pay.
+            reasons.append(f"company_filing_for_the_asker:{ev.id}")
         for company in plan.entity_scope:
             if entity and entity != company:
                 reasons.append(f"wrong_entity:{ev.id}")
@@ -427,8 +448,11 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # Cross-references and forward-looking-statement legalese share words with many
         # questions and answer none of them.
         reasons.append("boilerplate")
-    if kind == "number" and not _HAS_NUMBER_RE.search(_PERIOD_NUMBERS_RE.sub(" ", claim_text)):
-        # "The decrease in sales and marketing costs ... in Q3 2023" names the period, not the amount asked.
+    if kind == "number" and not _HAS_NUMBER_RE.search(
+        _PERIOD_NUMBERS_RE.sub(" ", _CODE_NUMBERS_RE.sub(" ", claim_text))
+    ):
+        # "The decrease in sales and marketing costs ... in Q3 2023" names the period, not the amount asked;
+        # "... mandatory OLU trainings, IDPs, SF-182s, annual reviews" names a form.
         reasons.append("no_number_for_how_much")
     elif kind == "number" and asks_for_an_amount(plan.parsed.original) and states_only_a_share(claim_text):
         # "How much did Amazon spend on sales and marketing …?" is not answered by the row's "-4%" growth.

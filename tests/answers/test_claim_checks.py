@@ -314,3 +314,37 @@ def test_a_program_the_passage_names_by_its_initials_counts_as_addressed() -> No
                            authorised_ids={"A"}).reasons  # fmt: skip
     assert "not_relevant:name_not_mentioned:Employee Assistance Program" in reasons
     assert "not_relevant:attribute_not_addressed" in reasons
+
+
+def test_a_company_filing_does_not_answer_a_question_about_the_askers_own_situation() -> None:
+    sentence = "The Company attempts to limit credit risk on trade receivables with credit insurance."
+    plan = plan_question("What's the credit limit on the card once I have it?", datetime(2026, 1, 1, tzinfo=UTC))
+    filing = replace(ev("A", sentence), title="2023 Q3 AAPL.pdf", about={"entity": "AAPL", "period_end": "2023-07-01"})
+    reasons = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": filing}, plan,
+                           authorised_ids={"A"}).reasons  # fmt: skip
+    assert "not_relevant:company_filing_for_the_asker:A" in reasons
+    # "We" may be the company whose own filing the tenant holds; a question that names the company is about it.
+    for question in ("What's our credit risk on trade receivables?", "How does Apple limit my credit risk?"):
+        plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
+        reasons = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": filing}, plan,
+                               authorised_ids={"A"}).reasons  # fmt: skip
+        assert not [r for r in reasons if r.startswith("not_relevant:company_filing")], question
+
+
+def test_a_form_number_is_not_the_amount_a_how_much_question_asks_for() -> None:
+    forms = "Non-billable work includes mandatory trainings, IDPs, SF-182s and annual reviews."
+    assert "not_relevant:no_number_for_how_much" in _reasons("How much training money do I get each year?", forms)
+    budget = "Each employee has a training budget of $1,500 a year, requested on an SF-182."
+    assert "not_relevant:no_number_for_how_much" not in _reasons("How much training money do I get each year?", budget)
+
+
+def test_whats_the_limit_asks_for_an_amount_as_what_is_the_limit_does() -> None:
+    from answers.verification import answer_type
+
+    assert answer_type("What's the credit limit on the card once I have it?") == "number"
+    assert answer_type("What is the maximum I can put into the health care FSA?") == "number"
+    assert answer_type("What's the password for the guest wifi?") == ""
+    # "No limit" states how many as a number does.
+    assert "not_relevant:no_number_for_how_much" not in _reasons(
+        "What's the limit on how many times I can resubmit?", "There is no limit on resubmitting a timesheet."
+    )
