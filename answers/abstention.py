@@ -40,7 +40,9 @@ def question_form_stems(text: str) -> frozenset[str]:
     if not _QUESTION_RE.search(text):
         return frozenset()
     after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
-    return frozenset(content_stems(" ".join(after_how))) | _PLACEHOLDERS
+    # "What's the deadline to choose ...?" is answered by a date ("no later than November 15th"), not the word.
+    asked_date = re.findall(r"\bwhat(?:['’]s|\s+is|\s+was)\s+the\s+(deadline|due\s+date)\b", text, re.I)
+    return frozenset(content_stems(" ".join(after_how + asked_date))) | _PLACEHOLDERS
 
 
 def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:

@@ -105,6 +105,31 @@ STOPWORDS: frozenset[str] = frozenset(
         "it",
         "its",
         "it's",
+        # Contractions of a pronoun or a question word with a verb ("What's the deadline ...?", "I'm on a term
+        # appointment."): question form, not content.
+        "what's",
+        "that's",
+        "there's",
+        "here's",
+        "who's",
+        "where's",
+        "when's",
+        "how's",
+        "i'm",
+        "i've",
+        "i'd",
+        "i'll",
+        "you're",
+        "you've",
+        "you'd",
+        "you'll",
+        "we're",
+        "we've",
+        "we'd",
+        "we'll",
+        "they're",
+        "they've",
+        "let's",
         "this",
         "that",
         "these",
@@ -417,7 +442,7 @@ def asked_sentence(question: str) -> str:
 # Parts of everyday hyphenated words ("mid-year", "full-time", "follow-up", "end-of-year"): a word made of
 # them is English, not the name of a service or a setting.
 _COMPOUND_PARTS = frozenset(
-    "a all an and anti at back based by calendar check co cross day de down e end ex face first five follow four "
+    "a all an and anti at auto back based by calendar check co cross day de down e end ex face first five follow four "
     "free front full half hand high in inter level like log long low make making mid month multi new non of off "
     "old on one opt or out over part per post pre quarter re real related self semi set short side sign sub term "
     "the three time to two un up user vice week well wide world x year".split()
@@ -537,6 +562,9 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "drop": "drop dropped decrease decreased decline declined",
         # "How do I get access to Airtable?": a tool's page says how to obtain a license, an account or a seat.
         "access": "access license licenses account accounts seat seats",
+        # Workplace shorthand: an "org code" is the page's "organizational code"; hours "banked" are "accrued".
+        "org": "org organization organizational",
+        "banked": "banked accrued accrue accumulated carry",
     }.items()
 }
 

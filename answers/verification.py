@@ -105,7 +105,11 @@ _HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s
                           r"(?:amount|number|total|percentage|value)\b", re.I)  # fmt: skip
 
 
-_WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b", re.I)
+_WHEN_RE = re.compile(
+    r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b"
+    r"|\bwhat(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+(?:deadlines?|due\s+dates?)\b",
+    re.I,
+)
 # "When I add that key to GitHub, which key type should I choose?": a clause saying when, then the question.
 _WHEN_CLAUSE_RE = re.compile(
     r"^\s*when\s+(?:i|you|we|they|he|she|someone|people|my|our|your|a|an|the)\b[^,?]*,\s*"

@@ -348,3 +348,32 @@ def test_whats_the_limit_asks_for_an_amount_as_what_is_the_limit_does() -> None:
     assert "not_relevant:no_number_for_how_much" not in _reasons(
         "What's the limit on how many times I can resubmit?", "There is no limit on resubmitting a timesheet."
     )
+
+
+def test_an_everyday_auto_compound_is_not_a_service_name_the_answer_must_repeat() -> None:
+    from answers.lexicon import identifier_spans
+
+    assert identifier_spans("Before Tech Ops auto-archives it, does orders-api keep running?") == [(39, "orders-api")]
+
+
+def test_a_deadline_question_is_answered_by_a_date_and_its_contraction_is_not_content() -> None:
+    from answers.abstention import evidence_strength
+    from answers.lexicon import content_stems
+    from answers.verification import answer_type
+
+    question = "What's the deadline to choose between cash and time off for my end-of-year performance award?"
+    assert answer_type(question) == "date"
+    assert content_stems("What's the deadline? I'm sure.") == ["deadlin", "sure"]
+    answer = ("If you are eligible for an end-of-year individual performance award (cash or time-off), please make a "
+              "selection no later than November 15th.")  # fmt: skip
+    assert not [r for r in _reasons(question, answer) if r.startswith("not_relevant")]
+    plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
+    assert evidence_strength(plan, [answer]) >= 0.45  # "deadline" is the question's form: the date answers it
+    assert "not_relevant:no_date_for_when" in _reasons(question, "Choose cash or time off in HR Links.")
+
+
+def test_workplace_shorthand_is_read_as_the_page_writes_it() -> None:
+    from answers.lexicon import attribute_synonyms, content_stems
+
+    assert set(content_stems("organizational")) <= attribute_synonyms(content_stems("org")[0])
+    assert set(content_stems("accrued")) <= attribute_synonyms(content_stems("banked")[0])
