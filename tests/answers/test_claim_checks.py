@@ -363,7 +363,7 @@ def test_a_deadline_question_is_answered_by_a_date_and_its_contraction_is_not_co
 
     question = "What's the deadline to choose between cash and time off for my end-of-year performance award?"
     assert answer_type(question) == "date"
-    assert content_stems("What's the deadline? I'm sure.") == ["deadlin", "sure"]
+    assert content_stems("What's the deadline? That's sure.") == ["deadlin", "sure"]
     answer = ("If you are eligible for an end-of-year individual performance award (cash or time-off), please make a "
               "selection no later than November 15th.")  # fmt: skip
     assert not [r for r in _reasons(question, answer) if r.startswith("not_relevant")]
