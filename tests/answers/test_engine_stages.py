@@ -355,7 +355,9 @@ def test_a_program_named_by_its_initials_in_the_passage_counts_for_the_claim_cut
                  "sessions for you or family members living in your household."},
     ])  # fmt: skip
     # The sentence never spells out the program; its passage calls it "The EAP".
-    body = ask(cast.tokens["bob"], "How many free counseling sessions do I get through the Employee Assistance Program?")
+    body = ask(
+        cast.tokens["bob"], "How many free counseling sessions do I get through the Employee Assistance Program?"
+    )
 
     assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
     assert any("six free sessions" in c["text"] for c in body["answer"]["claims"])
