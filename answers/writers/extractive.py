@@ -48,7 +48,8 @@ WRITER_NAME = "extractive"
 # 7: a sentence that reads only with the one before it ("However, ...", "... both systems") is stated with it
 # 8: a negated question ("… won't be paid out?") prefers a sentence that says what is not so; "when" asking in
 #    which case ("When am I not allowed to …?") wants no date
-WRITER_VERSION = "8"
+# 9: a question word's contraction ("What's", "that's") is not a content word (answers/lexicon.STOPWORDS)
+WRITER_VERSION = "9"
 
 
 def writer_release() -> dict[str, str]:
