@@ -353,10 +353,16 @@ def code_identifiers(question: str) -> list[str]:
 _FIRST_PERSON_RE = re.compile(r"\b(?:i|i'm|i’m|i've|i’ve|i'd|i’d|i'll|i’ll|my|me|mine|myself)\b", re.I)
 
 
+# "Tell me / show me the total revenue of the latest quarter" asks for the figure, not about the asker.
+_ME_AS_ADDRESSEE_RE = re.compile(r"\b(?:tell|show|give|let|help|remind|send|walk)\s+me\b", re.I)
+
+
 def asks_about_the_asker(plan: QueryPlan) -> bool:
     """A question about the asker's own situation that names no company ("How much tax gets withheld from my
     award?")."""
-    return not plan.entity_scope and not plan.parsed.entities and bool(_FIRST_PERSON_RE.search(plan.parsed.original))
+    if plan.entity_scope or plan.parsed.entities:
+        return False
+    return bool(_FIRST_PERSON_RE.search(_ME_AS_ADDRESSEE_RE.sub(" ", plan.parsed.original)))
 
 
 def titles_of(cited: Sequence[tuple[EvidenceRecord, str]]) -> str:

@@ -323,8 +323,10 @@ def test_a_company_filing_does_not_answer_a_question_about_the_askers_own_situat
     reasons = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": filing}, plan,
                            authorised_ids={"A"}).reasons  # fmt: skip
     assert "not_relevant:company_filing_for_the_asker:A" in reasons
-    # "We" may be the company whose own filing the tenant holds; a question that names the company is about it.
-    for question in ("What's our credit risk on trade receivables?", "How does Apple limit my credit risk?"):
+    # "We" may be the company whose own filing the tenant holds; a question that names the company is about it;
+    # "tell me" asks for the figure, not about the asker.
+    for question in ("What's our credit risk on trade receivables?", "How does Apple limit my credit risk?",
+                     "Tell me how the company limits credit risk on trade receivables."):  # fmt: skip
         plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
         reasons = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": filing}, plan,
                                authorised_ids={"A"}).reasons  # fmt: skip
