@@ -21,7 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
-from answers.lexicon import asked_clause, asked_sentence, attribute_synonyms, content_stems, earlier_turn_scale
+from answers.lexicon import (
+    ASKS_DEADLINE_RE,
+    asked_clause,
+    asked_sentence,
+    attribute_synonyms,
+    content_stems,
+    earlier_turn_scale,
+)
 from answers.planning import plan_question
 from answers.writers.extractive import ExtractiveWriter, scoped_terms
 
@@ -41,7 +48,7 @@ def question_form_stems(text: str) -> frozenset[str]:
         return frozenset()
     after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
     # "What's the deadline to choose ...?" is answered by a date ("no later than November 15th"), not the word.
-    asked_date = re.findall(r"\bwhat(?:['’]s|\s+is|\s+was)\s+the\s+(deadline|due\s+date)\b", text, re.I)
+    asked_date = ASKS_DEADLINE_RE.findall(text)
     return frozenset(content_stems(" ".join(after_how + asked_date))) | _PLACEHOLDERS
 
 

@@ -571,6 +571,10 @@ _WHEN_CASE_RE = re.compile(
 )
 
 
+# "What's the deadline to choose ...?": asks for a date, and its "deadline" is the question's form.
+ASKS_DEADLINE_RE = re.compile(r"\bwhat(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+(deadlines?|due\s+dates?)\b", re.I)
+
+
 def asks_for_a_case(question: str) -> bool:
     """Whether a when-question asks in which case something holds, not at what time."""
     return bool(_WHEN_CASE_RE.match(question))

@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabel, VerificationResult
 from answers.judge import JudgeError, judge_for_tenant
 from answers.lexicon import (
+    ASKS_DEADLINE_RE,
     asked_clause,
     asked_sentence,
     asks_for_a_case,
@@ -108,11 +109,7 @@ _HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s
                           r"(?:amount|number|total|percentage|value)\b", re.I)  # fmt: skip
 
 
-_WHEN_RE = re.compile(
-    r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b"
-    r"|\bwhat(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+(?:deadlines?|due\s+dates?)\b",
-    re.I,
-)
+_WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b", re.I)
 # "When I add that key to GitHub, which key type should I choose?": a clause saying when, then the question.
 _WHEN_CLAUSE_RE = re.compile(
     r"^\s*when\s+(?:i|you|we|they|he|she|someone|people|my|our|your|a|an|the)\b[^,?]*,\s*"
@@ -242,7 +239,8 @@ def answer_type(question: str) -> str:
     """ "number" for how-much/how-many and amount questions, "date" for when-questions, "person" for
     who-holds-this-role questions, else ""."""
     question = asked_clause(question)
-    if _WHEN_RE.search(question) and not _WHEN_CLAUSE_RE.match(question) and not asks_for_a_case(question):
+    asks_a_time = _WHEN_RE.search(question) or ASKS_DEADLINE_RE.search(question)
+    if asks_a_time and not _WHEN_CLAUSE_RE.match(question) and not asks_for_a_case(question):
         return "date"
     if _WHO_ROLE_RE.search(question):
         return "person"

@@ -195,9 +195,11 @@ def test_a_growth_percentage_does_not_answer_how_much_was_spent_but_answers_how_
     assert "not_relevant:share_for_an_amount" not in reasons("A", grew)
 
 
-def _reasons(question: str, text: str, title: str = "Handbook") -> tuple[str, ...]:
+def _reasons(question: str, text: str, title: str = "Handbook", *, passage: str | None = None,
+             about: dict[str, str] | None = None) -> tuple[str, ...]:  # fmt: skip
+    """The verifier's reasons for the claim ``text``, quoted from ``passage`` (the claim itself by default)."""
     plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
-    evidence = {"A": replace(ev("A", text), title=title)}
+    evidence = {"A": replace(ev("A", passage if passage is not None else text), title=title, about=about or {})}
     return verify_claim(DraftClaim("c1", text, (Citation("A", text),)), evidence, plan, authorised_ids={"A"}).reasons
 
 
@@ -269,10 +271,7 @@ def test_a_question_that_opens_with_the_askers_situation_is_answered_by_what_it_
     question = "My legal name changed. After I update it in HR Links, how long until the change takes effect?"
     passage = "Log in to HR Links; Follow these steps; Wait up to 5 business days for the changes to take effect."
     claim = "Wait up to 5 business days for the changes to take effect."
-    plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
-    evidence = {"A": replace(ev("A", passage), title="Changing your name")}
-    reasons = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), evidence, plan,
-                           authorised_ids={"A"}).reasons  # fmt: skip
+    reasons = _reasons(question, claim, "Changing your name", passage=passage)
     # The name sits in the passage the claim is cut from; the claim addresses "how long until ... takes effect".
     assert not [r for r in reasons if r.startswith("not_relevant")]
     # A sentence about something else from a passage that names HR Links still does not answer it.
@@ -303,33 +302,24 @@ def test_a_program_the_passage_names_by_its_initials_counts_as_addressed() -> No
     passage = ("The EAP offers sessions with licensed or credentialed counselors on a variety of topics. "
                "You can receive six free sessions for you or family members living in your household.")  # fmt: skip
     claim = "You can receive six free sessions for you or family members living in your household."
-    plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
-    evidence = {"A": replace(ev("A", passage), title="Benefits")}
-    reasons = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), evidence, plan,
-                           authorised_ids={"A"}).reasons  # fmt: skip
+    reasons = _reasons(question, claim, "Benefits", passage=passage)
     assert not [r for r in reasons if r.startswith("not_relevant")]
     # A passage that does not name the program leaves its words unaddressed, as before.
-    elsewhere = {"A": replace(ev("A", claim), title="Benefits")}
-    reasons = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), elsewhere, plan,
-                           authorised_ids={"A"}).reasons  # fmt: skip
+    reasons = _reasons(question, claim, "Benefits")
     assert "not_relevant:name_not_mentioned:Employee Assistance Program" in reasons
     assert "not_relevant:attribute_not_addressed" in reasons
 
 
 def test_a_company_filing_does_not_answer_a_question_about_the_askers_own_situation() -> None:
     sentence = "The Company attempts to limit credit risk on trade receivables with credit insurance."
-    plan = plan_question("What's the credit limit on the card once I have it?", datetime(2026, 1, 1, tzinfo=UTC))
-    filing = replace(ev("A", sentence), title="2023 Q3 AAPL.pdf", about={"entity": "AAPL", "period_end": "2023-07-01"})
-    reasons = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": filing}, plan,
-                           authorised_ids={"A"}).reasons  # fmt: skip
+    filing = {"title": "2023 Q3 AAPL.pdf", "about": {"entity": "AAPL", "period_end": "2023-07-01"}}
+    reasons = _reasons("What's the credit limit on the card once I have it?", sentence, **filing)
     assert "not_relevant:company_filing_for_the_asker:A" in reasons
     # "We" may be the company whose own filing the tenant holds; a question that names the company is about it;
     # "tell me" asks for the figure, not about the asker.
     for question in ("What's our credit risk on trade receivables?", "How does Apple limit my credit risk?",
                      "Tell me how the company limits credit risk on trade receivables."):  # fmt: skip
-        plan = plan_question(question, datetime(2026, 1, 1, tzinfo=UTC))
-        reasons = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": filing}, plan,
-                               authorised_ids={"A"}).reasons  # fmt: skip
+        reasons = _reasons(question, sentence, **filing)
         assert not [r for r in reasons if r.startswith("not_relevant:company_filing")], question
 
 

@@ -86,26 +86,36 @@ def test_the_table_probes_are_questions_in_the_labelled_sets_format() -> None:
         assert probe["user"] == "carol" and probe["expect"] == "answer" and probe["turns"][0]["facts"]
 
 
+def _handbook_pages() -> dict[str, str]:
+    from connectors.demo.loader import handbook_pages
+
+    return {page["id"]: page["text"] for page in handbook_pages()}
+
+
+def _quotes_its_pages(probe: dict[str, Any], turn: dict[str, Any], pages: dict[str, str], *, facts: bool) -> None:
+    """Every quote of the turn is verbatim in its handbook page; with ``facts``, every fact occurs there too."""
+    cited = [pages[p["doc"].removeprefix("handbook:")] for p in turn["passages"]]
+    quoted = zip(turn["passages"], cited, strict=True)
+    assert all(cs.normalise(p["quote"]) in cs.normalise(text) for p, text in quoted), probe["id"]
+    if facts:
+        assert all(
+            any(cs.normalise(alt) in cs.normalise(" ".join(cited)) for alt in cs.alternatives(fact))
+            for fact in turn["facts"]
+        ), (probe["id"], turn["facts"])
+
+
 def test_the_fifteenth_rounds_probes_quote_their_pages_and_state_facts_the_pages_hold() -> None:
     # Written from the handbook pages only (docs/evaluation.md, fifteenth round), asked with
     # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r15.jsonl`.
     probes = correctness.load_items(correctness.DATA.parent / "probes_r15.jsonl")
     assert len(probes) == 52 and sum(len(p["turns"]) for p in probes) == 72
     assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
-    from connectors.demo.loader import handbook_pages
-
-    pages = {page["id"]: page["text"] for page in handbook_pages()}
+    pages = _handbook_pages()
     for probe in probes:
         assert probe["user"] == "alice" and probe["expect"] == "answer" and probe["split"] == "dev", probe["id"]
         for turn in probe["turns"]:
-            cited = [pages[p["doc"].removeprefix("handbook:")] for p in turn["passages"]]
-            quoted = zip(turn["passages"], cited, strict=True)
-            assert all(cs.normalise(p["quote"]) in cs.normalise(text) for p, text in quoted), probe["id"]
-            if probe["category"] != "multi_hop":  # a multi-hop fact may be worked out (its notes say so)
-                assert all(
-                    any(cs.normalise(alt) in cs.normalise(" ".join(cited)) for alt in cs.alternatives(fact))
-                    for fact in turn["facts"]
-                ), (probe["id"], turn["facts"])
+            # A multi-hop fact may be worked out (its notes say so).
+            _quotes_its_pages(probe, turn, pages, facts=probe["category"] != "multi_hop")
 
 
 def test_the_sixteenth_rounds_conversations_quote_their_pages_and_end_half_of_them_unanswerable() -> None:
@@ -116,9 +126,7 @@ def test_the_sixteenth_rounds_conversations_quote_their_pages_and_end_half_of_th
     probes = correctness.load_items(correctness.DATA.parent / "probes_r16.jsonl")
     assert len(probes) == 24 and all(len(p["turns"]) == 2 for p in probes)
     assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
-    from connectors.demo.loader import handbook_pages
-
-    pages = {page["id"]: page["text"] for page in handbook_pages()}
+    pages = _handbook_pages()
     unanswerable = [p["id"] for p in probes if cs.turn_expect(p, p["turns"][1]) == "abstain"]
     assert len(unanswerable) == 12 and all(i.startswith("probe16-fa-") for i in unanswerable)
     for probe in probes:
@@ -127,13 +135,8 @@ def test_the_sixteenth_rounds_conversations_quote_their_pages_and_end_half_of_th
             if cs.turn_expect(probe, turn) == "abstain":
                 assert not turn["facts"] and not turn["passages"] and turn["why_unanswerable"], probe["id"]
                 continue
-            cited = [pages[p["doc"].removeprefix("handbook:")] for p in turn["passages"]]
-            quoted = zip(turn["passages"], cited, strict=True)
-            assert turn["facts"] and all(cs.normalise(p["quote"]) in cs.normalise(text) for p, text in quoted)
-            assert all(
-                any(cs.normalise(alt) in cs.normalise(" ".join(cited)) for alt in cs.alternatives(fact))
-                for fact in turn["facts"]
-            ), (probe["id"], turn["facts"])
+            assert turn["facts"], probe["id"]
+            _quotes_its_pages(probe, turn, pages, facts=True)
 
 
 def test_a_turn_that_expects_no_answer_is_right_only_when_it_abstains_in_an_answerable_conversation() -> None:
