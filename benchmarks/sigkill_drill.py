@@ -18,7 +18,8 @@ uses those services as they are.  Then:
 * Run B enqueues the same stream in tenant B through the same actions (their Celery messages go to a
   queue of their own, ``CAIRN['INGEST_QUEUE']`` / ``CAIRN['PERMISSIONS_QUEUE']``) and a real worker
   subprocess (``celery -A cairn worker -c 1``, acks_late, prefetch 1) consumes it.  At seeded moments
-  (a seeded share of the stream applied, then a seeded delay once an event is in flight) the drill sends
+  (a seeded share of the stream applied, then a seeded delay once an event is in flight; for the first
+  kill, instead, once a task waits on the tenant's index lock, which the drill holds) the drill sends
   SIGKILL, alternating by seed between the whole worker (main process and pool child: the message stays
   unacknowledged in Redis until the visibility timeout, so only the beat sweeper brings the event back)
   and the pool child alone (the main process rejects the message and Redis redelivers it at once).  A
@@ -49,6 +50,8 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -388,6 +391,45 @@ def in_flight(tenant_id: int) -> set[int]:
         )
 
 
+@contextmanager
+def index_lock_held(tenant_id: int) -> Iterator[int]:
+    """Hold the tenant's ``IndexState`` row lock in a connection of our own; yields that connection's pid.
+
+    Every write of an ingest takes this lock first (``retrieval.pipeline``), after the task has counted its
+    attempt.  A task that reaches it waits, so a kill while it waits is certain to land mid-task, where a kill
+    after a seeded delay may come just after the task finished (the task takes ~40 ms).
+    """
+    from django.db import connections
+
+    conn = connections.create_connection("default")
+    try:
+        conn.set_autocommit(False)
+        with conn.cursor() as cur:
+            cur.execute("SELECT set_config('app.tenant_id', %s, true)", [str(tenant_id)])
+            cur.execute("SELECT 1 FROM retrieval_indexstate WHERE tenant_id = %s FOR UPDATE", [tenant_id])
+            if cur.fetchone() is None:
+                raise RuntimeError(f"tenant {tenant_id} has no index state to lock")
+            cur.execute("SELECT pg_backend_pid()")
+            yield int(cur.fetchone()[0])
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def wait_for_a_blocked_task(lock_pid: int, timeout: float = 60.0) -> None:
+    """Wait until another backend (the worker's) waits on the lock ``lock_pid`` holds."""
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cur:  # autocommit: every query sees a fresh pg_stat_activity
+            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", [lock_pid])
+            if cur.fetchone()[0]:
+                return
+        time.sleep(0.005)
+    raise RuntimeError("no task waited on the index lock")
+
+
 # ------------------------------------------------------------------ canonical form
 
 
@@ -560,6 +602,9 @@ class DrillConfig:
     drain_timeout: float = 600.0
     # Seconds without progress (queues empty, events pending) before the drill plays beat's sweeper.
     idle_before_sweep: float = 3.0
+    # The first this many kills land while a task waits on the tenant's index lock, which the drill holds:
+    # such a kill always interrupts a task (see ``index_lock_held``).  The others land at seeded moments.
+    pinned_kills: int = 1
     log_dir: Path | None = None
 
 
@@ -614,21 +659,29 @@ def run_with_kills(tenant_id: int, source_pk: int, ops: list[StreamOp], cfg: Dri
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"no progress towards kill point {point}")
                 time.sleep(0.02)
-            # Wait (briefly) for a task to be in flight, then a seeded delay into it.
-            wait_until = time.monotonic() + 2.0
-            while not in_flight(tenant_id) - left_behind and time.monotonic() < wait_until:
-                time.sleep(0.005)
-            time.sleep(rng.uniform(0.0, 0.08))
+            delay = rng.uniform(0.0, 0.08)
             mode = "worker" if rng.random() < 0.5 else "pool_child"
-            # Events a worker started and has not finished, less those an earlier kill left behind.
-            flying = in_flight(tenant_id) - left_behind
-            left_behind |= flying
-            done_at_kill = event_counts(tenant_id).get("done", 0)
-            if mode == "pool_child" and not worker.kill_child():
-                mode = "worker"
-            if mode == "worker":
-                worker.kill_all()
-            kills.append({"n": i + 1, "mode": mode, "done_before": done_at_kill, "in_flight": len(flying)})
+            pinned = i < cfg.pinned_kills
+            with ExitStack() as held:
+                if pinned:
+                    wait_for_a_blocked_task(held.enter_context(index_lock_held(tenant_id)))
+                else:
+                    # Wait (briefly) for a task to be in flight, then a seeded delay into it.
+                    wait_until = time.monotonic() + 2.0
+                    while not in_flight(tenant_id) - left_behind and time.monotonic() < wait_until:
+                        time.sleep(0.005)
+                    time.sleep(delay)
+                # Events a worker started and has not finished, less those an earlier kill left behind.
+                flying = in_flight(tenant_id) - left_behind
+                left_behind |= flying
+                done_at_kill = event_counts(tenant_id).get("done", 0)
+                if mode == "pool_child" and not worker.kill_child():
+                    mode = "worker"
+                if mode == "worker":
+                    worker.kill_all()
+            # The lock is released only now: the killed task's transaction never commits.
+            kills.append({"n": i + 1, "mode": mode, "pinned": pinned, "done_before": done_at_kill,
+                          "in_flight": len(flying)})  # fmt: skip
             if mode == "worker":
                 start_s.append(worker.start())
         last_kill = time.monotonic()
@@ -682,6 +735,7 @@ def run_drill(cfg: DrillConfig) -> dict[str, Any]:
         "kills": len(run_b["kills"]),
         "kills_by_mode": dict(Counter(k["mode"] for k in run_b["kills"])),
         "kills_with_event_in_flight": sum(1 for k in run_b["kills"] if k["in_flight"]),
+        "pinned_kills": sum(1 for k in run_b["kills"] if k["pinned"]),
         "redelivered_events": sum(1 for e in events_b.values() if e["attempts"] > 1),
         "max_attempts": max((e["attempts"] for e in events_b.values()), default=0),
         "sweeps": run_b["sweeps"],
