@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -236,6 +237,21 @@ def _doc_texts(perm: PermissionContext, chunks: Sequence[RankedChunk]) -> dict[i
 # --------------------------------------------------------------------------- entities and periods bind
 
 
+# A question about companies in general ("Which company reported the most revenue?") may cite any filing.
+_ASKS_ABOUT_COMPANIES_RE = re.compile(r"\b(?:compan(?:y|ies)|filings?|10-?qs?|issuers?)\b", re.I)
+
+
+def _filing_companies(perm: PermissionContext) -> set[str]:
+    """The companies (two at most: all the caller needs to know) that readable filings are about."""
+    rows = (
+        Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
+        .exclude(about={})
+        .values_list("about__entity", flat=True)
+        .distinct()[:3]
+    )  # fmt: skip
+    return {str(e) for e in rows if e}
+
+
 def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> tuple[QueryPlan, list[Any],
                                                                                      Abstention | None, dict[str, Any]]:  # fmt: skip
     """Resolve the question's entities and periods against the index and keep the chunks that may answer.
@@ -248,6 +264,16 @@ def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> 
     parsed = plan.parsed
     companies, products = bound_entities(parsed)
     unknown = unknown_entities(parsed, [f"{c.title}\n{c.text}" for c in chunks])
+    if not (companies or products or unknown):
+        filings = [c for c in chunks if (getattr(c, "about", None) or {}).get("entity")]
+        if filings and not _ASKS_ABOUT_COMPANIES_RE.search(parsed.text) and len(_filing_companies(perm)) > 1:
+            # "Other than three years, what lengths can a term renewal be?" names no company, and the readable
+            # filings are about several: a sentence from one of them ("contracts with a length of one year or
+            # less") is about a company the question did not ask about (a tenant holding its own company's
+            # filings only still gets them: "our revenue").
+            kept = [c for c in chunks if not (getattr(c, "about", None) or {}).get("entity")]
+            return plan, kept, None, {"companies": [], "set_aside": {"company_not_asked": len(filings)},
+                                      "kept": len(kept)}  # fmt: skip
     if not (companies or products or parsed.periods or unknown):
         return plan, chunks, None, {}
     about_docs = list(

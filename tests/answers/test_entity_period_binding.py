@@ -270,3 +270,35 @@ def test_which_row_ranks_first_is_answered_from_the_whole_table_the_question_ran
     assert body["trace"]["ranked_table"]["row"] == "Third-party seller services"
     # Online stores (set aside) and North America (another table) do not compete.
     assert "51,096" not in claims(body) and "76,881" not in claims(body)
+
+
+def test_a_question_naming_no_company_is_not_answered_from_one_of_several_companies_filings(acme) -> None:
+    body = ask(acme["token"], "How much were total net sales during the quarter?")
+
+    assert not {t for t in cited_titles(body) if t.endswith(".pdf")}, body["answer"]
+    assert body["trace"]["scope"]["set_aside"]["company_not_asked"] >= 1
+    # Asked about companies in general, any company's filing may answer.
+    asked = ask(acme["token"], "Which company reported total net sales of $81,797 million?")
+    assert "2023 Q3 AAPL.pdf" in cited_titles(asked), asked["answer"]
+
+
+def test_a_tenant_holding_one_companys_filings_is_answered_from_them_without_naming_the_company() -> None:
+    from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
+
+    tenant = do_create_tenant(unique("apple-only"), "Apple only")
+    name = unique("bob")
+    bob = do_create_user(name, f"{name}@example.com", "pw-" + name, email_verified=True)
+    token = do_create_api_token(do_add_member(tenant, bob, role="member"))
+    with tenant_context(tenant.pk):
+        filings = do_create_source("sharepoint", "10-Q library", authority_tier=0)
+        do_enqueue_document(filings, SourceDocument(
+            external_id="2023 Q3 AAPL", title="2023 Q3 AAPL.pdf", url="https://files.example.com/2023-Q3-AAPL",
+            content=FILINGS["2023 Q3 AAPL"].encode(), media_type="text/plain", acl=PUBLIC, source_version=1,
+            container="10-Q", updated_at=UPDATED,
+        ))  # fmt: skip
+    ingest_inline(tenant.pk)
+
+    body = ask(token, "How much were total net sales during the quarter?")
+
+    assert cited_titles(body) == {"2023 Q3 AAPL.pdf"}, body["answer"]
+    assert "81,797" in claims(body)
