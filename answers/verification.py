@@ -45,7 +45,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 # 3: the relevance check counts a name the passage abbreviates as addressed, refuses a company's filing for a
 #    question about the asker, reads "What's the limit/deadline ..." as an amount/date question and a form number
 #    as no amount.  The answer cache keys on this (engine.cache_key), so cached answers of 2 are not served.
-VERIFIER_VERSION = "3"
+# 4: a cost, fee, fare or credit limit needs an amount of money (``no_amount_for_a_price``).  The same release
+#    carries the engine's scope change (a question naming no company is not answered from one of several
+#    companies' filings, engine.apply_scope), which the cache key has no version of its own for.
+VERIFIER_VERSION = "4"
 
 
 def verifier_release() -> dict[str, str]:
@@ -363,6 +366,19 @@ def asks_about_the_asker(plan: QueryPlan) -> bool:
     return bool(_FIRST_PERSON_RE.search(_ME_AS_ADDRESSEE_RE.sub(" ", plan.parsed.original)))
 
 
+# What a price is asked with ("How much does it cost?", "What's the credit limit on the card?") ...
+_ASKS_A_PRICE_RE = re.compile(r"\b(?:costs?|price[sd]?|fees?|fares?|credit\s+limit|charged?)\b", re.I)
+# ... and what states one: an amount of money, or that there is none to pay.
+_MONEY_RE = re.compile(
+    r"[$€£]|\b(?:dollars?|cents?|usd)\b|\bfree\b|\bno\s+(?:cost|charge|fee)s?\b|\bat\s+no\s+(?:cost|charge)\b",
+    re.I,
+)
+
+
+def asks_a_price(question: str) -> bool:
+    return bool(_ASKS_A_PRICE_RE.search(asked_clause(question)))
+
+
 def titles_of(cited: Sequence[tuple[EvidenceRecord, str]]) -> str:
     return " ".join(ev.title for ev, _q in cited)
 
@@ -374,7 +390,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     ``wrong_period:<id>`` (a filing about another period than the one resolved),
     ``product_not_mentioned:<name>``, ``attribute_not_addressed`` (none of the asked attribute's
     words, or their usual synonyms, in the claim, its quotes or the source title),
-    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing), ``share_for_an_amount``
+    ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing), ``no_amount_for_a_price``
+    (a cost, fee, fare or credit limit answered without an amount of money), ``share_for_an_amount``
     (a how-much question answered with a percentage and no amount),
     ``version_not_mentioned:<name> <n>`` (the question names a version that neither the claim, its
     quotes nor the source's title or version label mention), ``identifier_not_mentioned:<name>`` (the
@@ -465,6 +482,16 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # "The decrease in sales and marketing costs ... in Q3 2023" names the period, not the amount asked;
         # "... mandatory OLU trainings, IDPs, SF-182s, annual reviews" names a form.
         reasons.append("no_number_for_how_much")
+    elif (
+        kind == "number"
+        and asks_a_price(plan.parsed.original)
+        and not (plan.entity_scope or plan.parsed.entities or any((ev.about or {}).get("entity") for ev, _ in cited))
+        and not _MONEY_RE.search(claim_text)
+    ):
+        # "Roughly how much does an order of them cost?" is not answered by "Your voucher will be reviewed in 3-5
+        # business days": a price is an amount of money.  A company's figures are left out: a filing's statement
+        # rows are in millions without a currency sign ("Cost of sales: 45,384").
+        reasons.append("no_amount_for_a_price")
     elif kind == "number" and asks_for_an_amount(plan.parsed.original) and states_only_a_share(claim_text):
         # "How much did Amazon spend on sales and marketing …?" is not answered by the row's "-4%" growth.
         reasons.append("share_for_an_amount")

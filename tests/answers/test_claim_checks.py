@@ -369,3 +369,20 @@ def test_workplace_shorthand_is_read_as_the_page_writes_it() -> None:
 
     assert set(content_stems("organizational")) <= attribute_synonyms(content_stems("org")[0])
     assert set(content_stems("accrued")) <= attribute_synonyms(content_stems("banked")[0])
+
+
+def test_a_price_is_answered_by_an_amount_of_money_not_by_any_number() -> None:
+    voucher = ("Your voucher will be reviewed in 3-5 business days, and reimbursement will be credited to your bank "
+               "account and travel card 3-5 business days after approval.")  # fmt: skip
+    reasons = _reasons("What's the credit limit on the travel card?", voucher, "Reimbursement")
+    assert "not_relevant:no_amount_for_a_price" in reasons
+    for question, answer in (
+        ("What's the credit limit on the travel card?", "The travel card has a credit limit of $7,500."),
+        ("How much does the transit pass cost?", "The pass is free for employees who commute by train."),
+        ("How much is the fee for a passport?", "There is no fee for an official passport."),
+    ):
+        assert "not_relevant:no_amount_for_a_price" not in _reasons(question, answer, "Travel"), question
+    # A filing's statement row, bound to its company, is in millions without a currency sign.
+    row = "Cost of sales: 45,384, three months ended July 1, 2023."
+    filing = {"title": "2023 Q3 AAPL.pdf", "about": {"entity": "Apple", "period_end": "2023-07-01"}}
+    assert "not_relevant:no_amount_for_a_price" not in _reasons("What was Apple's cost of sales?", row, **filing)
