@@ -478,6 +478,17 @@ def build_evidence(
                    and hi + 1 not in used and all(_is_heading_only(chunk.text[sents[j].start : sents[j].end])
                                                   for j in range(lo, hi + 1))):  # fmt: skip
                 hi += 1
+            if (
+                kind
+                and beside(hi + 1)
+                and not any(_answer_bonus(kind, chunk.text[sents[j].start : sents[j].end], plan.parsed.original)
+                            for j in range(lo, hi + 1))
+                and _answer_bonus(kind, chunk.text[sents[hi + 1].start : sents[hi + 1].end], plan.parsed.original)
+            ):  # fmt: skip
+                # "A repository is considered inactive if there haven't been any new commits ... in a while. The
+                # current default is 90 days.": the figure a how-long question asks for may follow in a sentence
+                # that repeats none of its words.
+                hi += 1
             used.update(range(lo, hi + 1))
             start, end = sents[lo].start, sents[hi].end
             flags: tuple[str, ...] = ()

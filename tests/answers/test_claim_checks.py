@@ -386,3 +386,12 @@ def test_a_price_is_answered_by_an_amount_of_money_not_by_any_number() -> None:
     row = "Cost of sales: 45,384, three months ended July 1, 2023."
     filing = {"title": "2023 Q3 AAPL.pdf", "about": {"entity": "Apple", "period_end": "2023-07-01"}}
     assert "not_relevant:no_amount_for_a_price" not in _reasons("What was Apple's cost of sales?", row, **filing)
+
+
+def test_a_name_the_question_clips_counts_as_the_name_the_passage_spells_out() -> None:
+    from answers.verification import names_phrase
+
+    passage = "Inactive repositories are automatically archived by the TTS Tech Operations with ghad."
+    assert names_phrase("Tech Ops", passage)
+    assert names_phrase("Eng Docs", "See the Engineering Documentation space.")
+    assert not names_phrase("Tech Ops", "Ask the Technology Portfolio before opening repositories.")

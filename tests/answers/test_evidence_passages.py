@@ -123,3 +123,20 @@ def test_a_negated_question_gets_the_passage_that_says_what_is_not_so() -> None:
     records, _ = build_evidence(plan(question), [chunk(text)], token_budget=14)
 
     assert [r.text for r in records] == ["Your Sick Leave will not be paid out when you leave TTS."]
+
+
+def test_the_figure_a_how_long_question_asks_for_joins_the_passage_though_it_repeats_none_of_its_words() -> None:
+    text = (
+        "Inactive repositories are automatically archived by the TTS Tech Operations with ghad. A repository is "
+        "considered inactive if there haven't been any new commits in a while. The current default is 90 days. "
+        "Maintainers can add the MAINTAINED topic to exempt a repository."
+    )
+    question = "How long does a GitHub repo have to sit inactive before it is archived?"
+    records, _ = build_evidence(plan(question), [chunk(text)])
+
+    passages = " ".join(r.text for r in records)
+    assert "The current default is 90 days." in passages
+    assert "MAINTAINED topic" not in passages
+    # A question that asks for no figure does not take it along.
+    records, _ = build_evidence(plan("Which repositories are considered inactive?"), [chunk(text)])
+    assert "The current default is 90 days." not in " ".join(r.text for r in records)
