@@ -139,6 +139,28 @@ def test_the_sixteenth_rounds_conversations_quote_their_pages_and_end_half_of_th
             _quotes_its_pages(probe, turn, pages, facts=True)
 
 
+def test_the_seventeenth_rounds_probes_quote_their_pages_and_say_why_the_unanswerable_ones_are() -> None:
+    # Written from the handbook pages only and measured before any change was tuned on them (docs/evaluation.md,
+    # seventeenth round): `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r17.jsonl`.
+    probes = correctness.load_items(correctness.DATA.parent / "probes_r17.jsonl")
+    counts = {
+        c: sum(1 for p in probes if p["category"] == c) for c in ("factual", "negative", "multi_hop", "no_answer")
+    }
+    assert counts == {"factual": 12, "negative": 10, "multi_hop": 8, "no_answer": 10}
+    assert len(probes) == 40 and all(len(p["turns"]) == 1 for p in probes)
+    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
+    pages = _handbook_pages()
+    for probe in probes:
+        assert probe["user"] == "alice" and probe["split"] == "dev", probe["id"]
+        turn = probe["turns"][0]
+        if probe["category"] == "no_answer":
+            assert probe["expect"] == "abstain" and not turn["facts"] and not turn["passages"], probe["id"]
+            assert turn["why_unanswerable"], probe["id"]
+            continue
+        assert probe["expect"] == "answer" and turn["facts"], probe["id"]
+        _quotes_its_pages(probe, turn, pages, facts=True)
+
+
 def test_a_turn_that_expects_no_answer_is_right_only_when_it_abstains_in_an_answerable_conversation() -> None:
     conversation = {"id": "fu-x", "category": "follow_up", "user": "alice", "expect": "answer", "wrong": [],
                     "turns": [{"question": "What comes in the home kit?", "facts": ["monitor"], "passages": []},
