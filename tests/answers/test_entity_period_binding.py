@@ -85,22 +85,26 @@ def acme(django_db_setup: None, django_db_blocker: Any) -> dict[str, Any]:
 
 
 def _load_acme() -> dict[str, Any]:
+    return _load_tenant("acme", FILINGS, HANDBOOK)
+
+
+def _load_tenant(slug: str, filings_by_id: dict[str, str], handbook: dict[str, tuple[str, str]]) -> dict[str, Any]:
     from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
 
-    tenant = do_create_tenant(unique("acme"), "Acme")
+    tenant = do_create_tenant(unique(slug), slug.title())
     name = unique("alice")
     alice = do_create_user(name, f"{name}@example.com", "pw-" + name, email_verified=True)
     token = do_create_api_token(do_add_member(tenant, alice, role="admin"))
     with tenant_context(tenant.pk):
         filings = do_create_source("sharepoint", "10-Q library", authority_tier=0)
         wiki = do_create_source("confluence", "Handbook", authority_tier=2)
-        for ext, text in FILINGS.items():
+        for ext, text in filings_by_id.items():
             do_enqueue_document(filings, SourceDocument(
                 external_id=ext, title=f"{ext}.pdf", url=f"https://files.example.com/{ext.replace(' ', '-')}",
                 content=text.encode(), media_type="text/plain", acl=PUBLIC, source_version=1, container="10-Q",
                 updated_at=UPDATED,
             ))  # fmt: skip
-        for ext, (title, text) in HANDBOOK.items():
+        for ext, (title, text) in handbook.items():
             do_enqueue_document(wiki, SourceDocument(
                 external_id=ext, title=title, url=f"https://wiki.example.com/{ext}", content=text.encode(),
                 media_type="text/plain", acl=PUBLIC, source_version=1, container="HB", updated_at=UPDATED,
@@ -283,20 +287,7 @@ def test_a_question_naming_no_company_is_not_answered_from_one_of_several_compan
 
 
 def test_a_tenant_holding_one_companys_filings_is_answered_from_them_without_naming_the_company() -> None:
-    from tenants.actions import do_add_member, do_create_api_token, do_create_tenant, do_create_user
-
-    tenant = do_create_tenant(unique("apple-only"), "Apple only")
-    name = unique("bob")
-    bob = do_create_user(name, f"{name}@example.com", "pw-" + name, email_verified=True)
-    token = do_create_api_token(do_add_member(tenant, bob, role="member"))
-    with tenant_context(tenant.pk):
-        filings = do_create_source("sharepoint", "10-Q library", authority_tier=0)
-        do_enqueue_document(filings, SourceDocument(
-            external_id="2023 Q3 AAPL", title="2023 Q3 AAPL.pdf", url="https://files.example.com/2023-Q3-AAPL",
-            content=FILINGS["2023 Q3 AAPL"].encode(), media_type="text/plain", acl=PUBLIC, source_version=1,
-            container="10-Q", updated_at=UPDATED,
-        ))  # fmt: skip
-    ingest_inline(tenant.pk)
+    token = _load_tenant("apple-only", {"2023 Q3 AAPL": FILINGS["2023 Q3 AAPL"]}, HANDBOOK)["token"]
 
     body = ask(token, "How much were total net sales during the quarter?")
 
