@@ -242,7 +242,8 @@ _ASKS_ABOUT_COMPANIES_RE = re.compile(r"\b(?:compan(?:y|ies)|filings?|10-?qs?|is
 
 
 def _filing_companies(perm: PermissionContext) -> set[str]:
-    """The companies (two at most: all the caller needs to know) that readable filings are about."""
+    """Companies that readable filings are about: three rows at most (one may be a filing without an entity),
+    since the caller only asks whether there are two."""
     rows = (
         Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
         .exclude(about={})

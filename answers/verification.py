@@ -46,9 +46,9 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 #    question about the asker, reads "What's the limit/deadline ..." as an amount/date question and a form number
 #    as no amount.  The answer cache keys on this (engine.cache_key), so cached answers of 2 are not served.
 # 4: a cost, fee, fare or credit limit needs an amount of money (``no_amount_for_a_price``); a clipped name ("Tech
-#    Ops") is the name its passage spells out ("TTS Tech Operations").  The same release
-#    carries the engine's scope change (a question naming no company is not answered from one of several
-#    companies' filings, engine.apply_scope), which the cache key has no version of its own for.
+#    Ops") is the name its passage spells out ("TTS Tech Operations").  The same release carries the engine's
+#    scope change (a question naming no company is not answered from one of several companies' filings,
+#    engine.apply_scope), which the cache key has no version of its own for.
 VERIFIER_VERSION = "4"
 
 
@@ -340,7 +340,10 @@ def names_phrase(phrase: str, text: str, titles: str = "", seen: set[str] | None
     joined = re.escape(phrase.replace(" ", ""))
     if re.search(rf"\b{joined}\b", f"{text} {titles}", re.I) is not None:
         return True
-    # Clipped words, as people say them: "Tech Ops" for "TTS Tech Operations", "Eng" for "Engineering".
+    if len(phrase.split()) < 2:
+        return False  # one clipped word ("Ops") would be the start of too many others ("Open")
+    # Clipped words, as people say them: "Tech Ops" for "TTS Tech Operations", "Eng Docs" for "Engineering
+    # Documentation".
     clipped = r"\s+".join(rf"{re.escape(w[:-1] if w.endswith('s') and len(w) > 2 else w)}\w*" for w in phrase.split())
     return re.search(rf"\b{clipped}\b", f"{text} {titles}") is not None
 

@@ -395,3 +395,4 @@ def test_a_name_the_question_clips_counts_as_the_name_the_passage_spells_out() -
     assert names_phrase("Tech Ops", passage)
     assert names_phrase("Eng Docs", "See the Engineering Documentation space.")
     assert not names_phrase("Tech Ops", "Ask the Technology Portfolio before opening repositories.")
+    assert not names_phrase("Ops", "Open the Operations page.")  # one word alone is not clipped
