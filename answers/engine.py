@@ -241,16 +241,20 @@ def _doc_texts(perm: PermissionContext, chunks: Sequence[RankedChunk]) -> dict[i
 _ASKS_ABOUT_COMPANIES_RE = re.compile(r"\b(?:compan(?:y|ies)|filings?|10-?qs?|issuers?)\b", re.I)
 
 
+def _readable_about(perm: PermissionContext) -> Any:
+    """The readable documents that carry ``about`` metadata (filings)."""
+    return Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False).exclude(about={})
+
+
 def _filing_companies(perm: PermissionContext) -> set[str]:
     """Companies that readable filings are about: three rows at most (one may be a filing without an entity),
     since the caller only asks whether there are two."""
-    rows = (
-        Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
-        .exclude(about={})
-        .values_list("about__entity", flat=True)
-        .distinct()[:3]
-    )  # fmt: skip
-    return {str(e) for e in rows if e}
+    return {str(e) for e in _readable_about(perm).values_list("about__entity", flat=True).distinct()[:3] if e}
+
+
+def _about_entity(chunk: Any) -> str:
+    """The company a chunk or evidence record is about ("" for a page that is no filing)."""
+    return str((getattr(chunk, "about", None) or {}).get("entity") or "")
 
 
 def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> tuple[QueryPlan, list[Any],
@@ -266,22 +270,21 @@ def apply_scope(perm: PermissionContext, plan: QueryPlan, chunks: list[Any]) -> 
     companies, products = bound_entities(parsed)
     unknown = unknown_entities(parsed, [f"{c.title}\n{c.text}" for c in chunks])
     if not (companies or products or unknown):
-        filings = [c for c in chunks if (getattr(c, "about", None) or {}).get("entity")]
-        if filings and not _ASKS_ABOUT_COMPANIES_RE.search(parsed.text) and len(_filing_companies(perm)) > 1:
+        kept = [c for c in chunks if not _about_entity(c)]
+        if (
+            len(kept) < len(chunks)
+            and not _ASKS_ABOUT_COMPANIES_RE.search(parsed.text)
+            and (len(_filing_companies(perm)) > 1)
+        ):
             # "Other than three years, what lengths can a term renewal be?" names no company, and the readable
             # filings are about several: a sentence from one of them ("contracts with a length of one year or
             # less") is about a company the question did not ask about (a tenant holding its own company's
             # filings only still gets them: "our revenue").
-            kept = [c for c in chunks if not (getattr(c, "about", None) or {}).get("entity")]
-            return plan, kept, None, {"companies": [], "set_aside": {"company_not_asked": len(filings)},
+            return plan, kept, None, {"companies": [], "set_aside": {"company_not_asked": len(chunks) - len(kept)},
                                       "kept": len(kept)}  # fmt: skip
     if not (companies or products or parsed.periods or unknown):
         return plan, chunks, None, {}
-    about_docs = list(
-        Document.objects.filter(acl_set_id__in=perm.readable_acl_set_ids, deleted=False)
-        .exclude(about={})
-        .values_list("about", flat=True)
-    )  # fmt: skip
+    about_docs = list(_readable_about(perm).values_list("about", flat=True))
     about_entities = {str(a["entity"]) for a in about_docs if a.get("entity")}
     scope = Scope(companies=companies, products=products)
     names: list[str] = []

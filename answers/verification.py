@@ -376,11 +376,8 @@ def asks_about_the_asker(plan: QueryPlan) -> bool:
 
 # What a price is asked with ("How much does it cost?", "What's the credit limit on the card?") ...
 _ASKS_A_PRICE_RE = re.compile(r"\b(?:costs?|price[sd]?|fees?|fares?|credit\s+limit|charged?)\b", re.I)
-# ... and what states one: an amount of money, or that there is none to pay.
-_MONEY_RE = re.compile(
-    r"[$€£]|\b(?:dollars?|cents?|usd)\b|\bfree\b|\bno\s+(?:cost|charge|fee)s?\b|\bat\s+no\s+(?:cost|charge)\b",
-    re.I,
-)
+# ... and what states one: an amount (``_AMOUNT_RE``), or that there is none to pay.
+_NOTHING_TO_PAY_RE = re.compile(r"\bfree\b|\bno\s+(?:cost|charge|fee)s?\b|\bat\s+no\s+(?:cost|charge)\b", re.I)
 
 
 def asks_a_price(question: str) -> bool:
@@ -494,7 +491,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         kind == "number"
         and asks_a_price(plan.parsed.original)
         and not (plan.entity_scope or plan.parsed.entities or any((ev.about or {}).get("entity") for ev, _ in cited))
-        and not _MONEY_RE.search(claim_text)
+        and not (_AMOUNT_RE.search(claim_text) or _NOTHING_TO_PAY_RE.search(claim_text))
     ):
         # "Roughly how much does an order of them cost?" is not answered by "Your voucher will be reviewed in 3-5
         # business days": a price is an amount of money.  A company's figures are left out: a filing's statement

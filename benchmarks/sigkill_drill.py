@@ -659,7 +659,7 @@ def run_with_kills(tenant_id: int, source_pk: int, ops: list[StreamOp], cfg: Dri
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"no progress towards kill point {point}")
                 time.sleep(0.02)
-            delay = rng.uniform(0.0, 0.08)
+            delay = rng.uniform(0.0, 0.08)  # drawn for a pinned kill too: the later kills keep their seeded moments
             mode = "worker" if rng.random() < 0.5 else "pool_child"
             pinned = i < cfg.pinned_kills
             with ExitStack() as held:
