@@ -40,6 +40,14 @@ _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
 # The first part's object, for "it" in the second: "my git signing key", "the purchase request form".
 _OBJECT = re.compile(r"\b(?P<np>(?:my|our|your|the|a|an)\s+[\w-]+(?:\s+[\w-]+){0,3})\s*$", re.IGNORECASE)
 _IT = re.compile(r"\bit\b")
+# The part's own noun phrase, then a clause holding the "it": the "it" is that noun. "where do I send Colorado's
+# tax withholding form once I've filled it out" (the form, not the first part's move); "what's the password I
+# should give it" has no such clause, so its "it" is still the first part's object.
+_OWN_NOUN = re.compile(
+    r"\b(?:my|our|your|the|a|an|this|(?!(?:what|that|it|there|here|who|where|how)['’]s)[A-Za-z]+['’]s)\s+[\w-]+"
+    r".*\b(?:once|after|when|before|until|if|so\s+that)\b",
+    re.I,
+)
 _PRONOUN = re.compile(r"\b(?:it|its|they|them|their|that|this|those|these)\b", re.I)
 # "…, and what was the combined figure?": a later part about the first part's figures, not a lookup of its own.
 _REFERS_BACK = re.compile(
@@ -108,7 +116,14 @@ def split_compound(question: str) -> CompoundQuestion | None:
     obj = _OBJECT.search(clauses[0].rstrip(" ?"))
     for i, clause in enumerate(clauses):
         text = clause
-        if i > 0 and obj is not None and _IT.search(text) and not _IT.search(obj.group("np")):
+        it = _IT.search(text)
+        if (
+            i > 0
+            and obj is not None
+            and it
+            and not _IT.search(obj.group("np"))
+            and not _OWN_NOUN.search(text[: it.start()])
+        ):
             text = _IT.sub(obj.group("np"), text, count=1)
         if i > 0 and _REFERS_BACK.search(text):
             return None  # asked alone, "what was the combined figure?" would lose the company and the quarter

@@ -99,3 +99,18 @@ def test_a_part_without_a_pronoun_or_without_a_named_answer_is_not_asked_again()
     assert carried_part("How far in advance must I email to get captioning?", ["Deaf-HOH"]) is None
     assert carried_part("Where do I get the Tokencode to log in to it?", []) is None
     assert carried_part("What are its opening hours?", ["VDI"]) is None  # "its" is not "it"
+
+
+def test_it_after_a_noun_of_the_parts_own_stays_that_noun() -> None:
+    c = split_compound(
+        "I'm moving from Virginia to Colorado. Who do I email first about the move, and where do I send the state "
+        "tax withholding form once I've filled it out?"
+    )
+    assert c is not None
+    assert c.parts[1].question.endswith("Where do I send the state tax withholding form once I've filled it out?")
+
+
+def test_it_without_a_clause_of_its_own_is_still_the_first_parts_object() -> None:
+    c = split_compound("Where should I save my git signing key, and what's the password I should give it?")
+    assert c is not None
+    assert c.parts[1].question == "What's the password I should give my git signing key?"
