@@ -161,6 +161,32 @@ def test_the_seventeenth_rounds_probes_quote_their_pages_and_say_why_the_unanswe
         _quotes_its_pages(probe, turn, pages, facts=True)
 
 
+def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
+    # Written from the handbook pages only and measured before and after the round's change, before any of their
+    # failures was read (docs/evaluation.md, eighteenth round):
+    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r18.jsonl`.
+    probes = correctness.load_items(correctness.DATA.parent / "probes_r18.jsonl")
+    counts = {
+        c: sum(1 for p in probes if p["category"] == c) for c in ("negative", "multi_hop", "follow_up", "no_answer")
+    }
+    assert counts == {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}
+    assert len(probes) == 40 and sum(len(p["turns"]) for p in probes) == 52
+    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
+    pages = _handbook_pages()
+    unanswerable = [p["id"] for p in probes if p["category"] == "follow_up"
+                    and cs.turn_expect(p, p["turns"][1]) == "abstain"]  # fmt: skip
+    assert unanswerable == [f"probe18-fu-{n:02d}" for n in range(9, 13)]
+    for probe in probes:
+        assert probe["user"] == "alice" and probe["split"] == "dev", probe["id"]
+        for turn in probe["turns"]:
+            if cs.turn_expect(probe, turn) == "abstain":
+                assert not turn["facts"] and not turn["passages"] and turn["why_unanswerable"], probe["id"]
+                continue
+            assert turn["facts"], probe["id"]
+            # A multi-hop fact may be worked out (its notes say how).
+            _quotes_its_pages(probe, turn, pages, facts=probe["category"] != "multi_hop")
+
+
 def test_a_turn_that_expects_no_answer_is_right_only_when_it_abstains_in_an_answerable_conversation() -> None:
     conversation = {"id": "fu-x", "category": "follow_up", "user": "alice", "expect": "answer", "wrong": [],
                     "turns": [{"question": "What comes in the home kit?", "facts": ["monitor"], "passages": []},
