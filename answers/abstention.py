@@ -97,6 +97,38 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
     return strength
 
 
+# A rule stated for a case: "If you have a personal or family medical emergency and have exhausted your earned
+# leave, you can enroll in the VLTP", "… may participate in Zoom meetings hosted by external partners UNLESS they
+# are required to accept Zoom Terms of Service", "When you are called to jury duty, your absence is marked as
+# Court Leave".  The condition runs to the next comma, semicolon or sentence end.  "if", "when" and "once" open a
+# condition at the start of a sentence or a clause; after a verb they open a question or a time ("PeopleOps will
+# advise when you should change your home address", "take stock if any of these things happen").
+_CASE_RE = re.compile(r"(?:(?:^|[.,;:(]\s*)(?:if|when|once|whenever)|\bunless)\s+(?P<case>[^,;.?!]{5,200})", re.I)
+CASE_WORDS = 3
+CASE_SHARE = 3  # the shared words are at least a third of the condition's
+
+
+def states_the_askers_case(plan: QueryPlan, claim: str) -> bool:
+    """Whether ``claim`` is a rule for the case the question describes: a condition ("If …", "When …",
+    "UNLESS …") that holds ``CASE_WORDS`` of the question's own content words.
+
+    "My dad has a medical emergency, but I still have some sick leave left. Can I get donated hours through VLTP
+    anyway?" is answered by the rule for a medical emergency with leave exhausted: its condition repeats the
+    asker's case, and its consequence is in the page's words, which the coverage count does not credit.
+    """
+    # A resolved follow-up's case is its last question's ("What size is the monitor they send: … home kit …"), not
+    # the earlier turn's words appended to it; a first question's is all of it, the situation included.
+    asked = set(content_stems(asked_clause(plan.parsed.text or plan.original))) - question_form_stems(plan.original)
+    for m in _CASE_RE.finditer(claim):
+        case = set(content_stems(m.group("case")))
+        shared = asked & case
+        # Most of a long condition must be the asker's: "If you need more than 13 sick days at once to care for a
+        # loved one" shares only "care" and "one" with "What's the most I can put into the health care one?".
+        if len(shared) >= CASE_WORDS and len(shared) * CASE_SHARE >= len(case):
+            return True
+    return False
+
+
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 
 

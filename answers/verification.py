@@ -49,7 +49,9 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 #    Ops") is the name its passage spells out ("TTS Tech Operations").  The same release carries the engine's
 #    scope change (a question naming no company is not answered from one of several companies' filings,
 #    engine.apply_scope), which the cache key has no version of its own for.
-VERIFIER_VERSION = "4"
+# 5: the engine's weak-evidence bar is lower (engine.CASE_RULE_THRESHOLD) when a kept claim is a rule for the case
+#    the question describes; like 4's scope change, it rides on this release so cached abstentions are not served.
+VERIFIER_VERSION = "5"
 
 
 def verifier_release() -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from answers.abstention import evidence_strength, question_form_stems
+from answers.abstention import evidence_strength, question_form_stems, states_the_askers_case
 from answers.planning import plan_question
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -63,3 +63,50 @@ def test_a_quote_that_answers_the_question_after_the_askers_situation_is_strong_
     assert evidence_strength(plan_question(question.replace(". Who", ", who"), NOW), [answer]) < 0.45
     # A quote about the situation alone stays weak.
     assert evidence_strength(plan_question(question, NOW), ["Partner agencies build products too."]) < 0.45
+
+
+VLTP_QUESTION = (
+    "My dad has a medical emergency, but I still have some sick leave left. Can I get donated hours through VLTP "
+    "anyway?"
+)
+VLTP_RULE = (
+    "If you have a personal or family medical emergency and have exhausted your earned leave, you can enroll in "
+    "the Voluntary Leave Transfer Program (VLTP)."
+)
+
+
+def test_a_rule_whose_condition_is_the_askers_case_states_that_case() -> None:
+    plan = plan_question(VLTP_QUESTION, NOW)
+    # The consequence is in the page's words, so the coverage count stays under the usual bar ...
+    assert evidence_strength(plan, [VLTP_RULE]) < 0.45
+    # ... while its condition repeats the asker's case: medical, emergency, leave.
+    assert states_the_askers_case(plan, VLTP_RULE)
+    zoom = plan_question(
+        "A vendor invited me to their Zoom call, but it wants me to accept Zoom's terms of service first. Am I still "
+        "allowed to join?",
+        NOW,
+    )
+    assert states_the_askers_case(
+        zoom,
+        "GSA employees may participate in Zoom meetings hosted by external partners UNLESS they are required to "
+        "accept Zoom Terms of Service (TOS) or install software.",
+    )
+
+
+def test_a_when_after_a_verb_two_common_words_or_a_long_other_case_are_not_the_askers_case() -> None:
+    moving = plan_question(
+        "I'm going to work from my parents' place this summer. Do I have to change my home address?", NOW
+    )
+    # "advise when ..." is what PeopleOps says, not a condition.
+    assert not states_the_askers_case(
+        moving, "PeopleOps will advise when you should change your home address in HR Links."
+    )
+    repos = plan_question("We still rely on ours even though it barely changes - can we keep that from happening?", NOW)
+    assert not states_the_askers_case(
+        repos, "If the action or behavior keeps happening, it doesn't help to keep hammering away."
+    )
+    fsa = plan_question("What's the most I can put into the health care one for the year?", NOW)
+    # "care" and "one" only: a condition about another case.
+    assert not states_the_askers_case(
+        fsa, "If you need more than 13 sick days at once to care for a loved one, you can apply for FMLA status."
+    )
