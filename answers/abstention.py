@@ -110,7 +110,8 @@ CASE_SHARE = 3  # the shared words are at least a third of the condition's
 
 def states_the_askers_case(plan: QueryPlan, claim: str) -> bool:
     """Whether ``claim`` is a rule for the case the question describes: a condition ("If …", "When …",
-    "UNLESS …") that holds ``CASE_WORDS`` of the question's own content words.
+    "UNLESS …") that holds ``CASE_WORDS`` of the question's own content words, at least a ``CASE_SHARE``-th of
+    the condition's.
 
     "My dad has a medical emergency, but I still have some sick leave left. Can I get donated hours through VLTP
     anyway?" is answered by the rule for a medical emergency with leave exhausted: its condition repeats the
