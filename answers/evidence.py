@@ -40,11 +40,13 @@ from answers.verification import answer_type, names_someone
 from answers.writers.extractive import (
     ExtractiveWriter,
     ListBlock,
+    asks_for_a_name,
     continues_previous,
     excluded_sentence,
     group_list_blocks,
     is_heading,
     mentions_excluded,
+    names_something,
     row_fits_period,
     row_label,
     scoped_terms,
@@ -138,6 +140,8 @@ def _answer_bonus(kind: str, sentence: str, question: str = "") -> float:
     if kind == "date" and _DATE_RE.search(sentence):
         return ANSWER_TYPE_BONUS
     if kind == "person" and names_someone(sentence, question):
+        return ANSWER_TYPE_BONUS
+    if kind == "name" and names_something(sentence, frozenset(content_stems(question))):
         return ANSWER_TYPE_BONUS
     return 0.0
 
@@ -350,7 +354,8 @@ def build_evidence(
     # is not outscored by the ones the earlier turns already answered.
     idf = weigh_earlier_turns(plan.parsed.text or plan.parsed.original, idf)
     total = sum(idf.values()) or 1.0
-    kind = answer_type(plan.parsed.original)
+    # "Which password manager …?": a sentence naming something the question does not is the answer's kind.
+    kind = answer_type(plan.parsed.original) or ("name" if asks_for_a_name(plan.parsed.original) else "")
     negated = asks_negated(plan.parsed.text or plan.parsed.original, plan.parsed.exclude)
     context_terms: dict[int, frozenset[str]] = {}
     for sents in sentences.values():

@@ -51,6 +51,8 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 #    engine.apply_scope), which the cache key has no version of its own for.
 # 5: the engine's weak-evidence bar is lower (engine.CASE_RULE_THRESHOLD) when a kept claim is a rule for the case
 #    the question describes; like 4's scope change, it rides on this release so cached abstentions are not served.
+#    So does the evidence change for which-questions (a passage naming nothing takes in the next sentence that
+#    names something, answers/evidence.py).
 VERIFIER_VERSION = "5"
 
 

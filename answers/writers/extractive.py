@@ -586,6 +586,11 @@ def _asked_shape(query: str) -> str:
     return ""
 
 
+def asks_for_a_name(query: str) -> bool:
+    """ "Which password manager does TTS recommend?": the answer names something (a product, a system, an office)."""
+    return _asked_shape(query) == "name"
+
+
 # A name in running text: a capitalised word after the first ("KeePassXC", "Zoom", "FOIA") or an address.
 _NAME_RE = re.compile(
     r"(?<=\s)[A-Z][A-Za-z0-9]+(?:[-.][A-Za-z0-9]+)*|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:gov|com|org|net|io)\b"

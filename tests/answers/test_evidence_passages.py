@@ -140,3 +140,23 @@ def test_the_figure_a_how_long_question_asks_for_joins_the_passage_though_it_rep
     # A question that asks for no figure does not take it along.
     records, _ = build_evidence(plan("Which repositories are considered inactive?"), [chunk(text)])
     assert "The current default is 90 days." not in " ".join(r.text for r in records)
+
+
+def test_a_which_question_takes_in_the_next_sentence_when_the_passage_names_nothing() -> None:
+    text = (
+        "The team asks everyone to use a password manager for their passwords. A password manager keeps your "
+        "passwords safe. A password manager also fills in your passwords for you. We recommend using KeePassXC "
+        "which is open source and runs on Windows, MacOS and Linux. Your password manager can also keep the answers "
+        "to security questions."
+    )
+    # Seven other pages about password managers that "recommend" too: each page then gets two passages, not
+    # six, and the word alone does not lift the sentence naming the product.
+    others = [
+        dataclasses.replace(chunk(f"We recommend that your password manager stores the passwords of system {n}."),
+                            chunk_id=n, document_id=100 + n, title=f"System {n}")
+        for n in range(1, 8)
+    ]  # fmt: skip
+    records, _ = build_evidence(plan("Which password manager does the team recommend?"), [chunk(text), *others])
+
+    # The passage about password managers names none; the sentence after it shares one word and names one.
+    assert any("We recommend using KeePassXC" in r.text for r in records), [r.text for r in records]
