@@ -493,14 +493,16 @@ def weak_evidence_bar(plan: QueryPlan, kept: Sequence[ClaimOutcome]) -> float:
 
 def decide_abstention(*, evidence: list[EvidenceRecord], drafted: int, outcomes: list[ClaimOutcome],
                       conflict_status: str, strength: float, plan: QueryPlan,
-                      writer_error: str | None = None) -> Abstention | None:  # fmt: skip
+                      writer_error: str | None = None,
+                      bar: float = WEAK_EVIDENCE_THRESHOLD) -> Abstention | None:  # fmt: skip
+    """``bar``: the evidence strength the kept claims need (``weak_evidence_bar``, which the caller traces)."""
     kept = [o for o in outcomes if o.kept]
     if not evidence:
         return Abstention("no_evidence", "No readable source matches this question.")
     if conflict_status == "unresolved":
         return Abstention("conflicting", "The sources found contradict each other and none of them settles it.")
     if kept:
-        if strength < weak_evidence_bar(plan, kept):
+        if strength < bar:
             return Abstention("weak_evidence", "The sources found only touch on this question; see the results.")
         return None
     if drafted == 0:
@@ -1114,13 +1116,15 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
         own_urls = run.own_urls
         held: list[ClaimOutcome] = []
         best = 0.0
+        bar = WEAK_EVIDENCE_THRESHOLD
         for outcome in draft_and_verify(run.plan, run.records, writer=run.writer, info=run.info):
             run.outcomes.append(outcome)
             if not outcome.kept:
                 continue
             held.append(outcome)
             best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records, run.plan)))
-            if best >= weak_evidence_bar(run.plan, [*run.shown, *held]):
+            bar = min(bar, weak_evidence_bar(run.plan, [outcome]))  # the bar only falls as claims are kept
+            if best >= bar:
                 for o in held:
                     run.shown.append(o)
                     yield from run.clock.emit(StageEvent("claim", {"index": len(run.shown) - 1,
@@ -1146,7 +1150,7 @@ def abstain_stage(run: AnswerRun) -> None:
     """Release the kept claims, or abstain with a reason."""
     kept = [o for o in run.outcomes if o.kept]
     run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records, run.plan)])
-    run.info["weak_evidence_bar"] = weak_evidence_bar(run.plan, kept)
+    bar = run.info["weak_evidence_bar"] = weak_evidence_bar(run.plan, kept)
     if run.multi_hop or run.compare:
         # Each hop (each figure) already cleared the checks on its own question.
         run.strength = 1.0 if kept and run.conclusion else run.strength
@@ -1162,7 +1166,7 @@ def abstain_stage(run: AnswerRun) -> None:
         run.abstention = decide_abstention(
             evidence=run.records, drafted=int(run.info.get("drafted", 0)), outcomes=run.outcomes,
             conflict_status=run.conflict["status"], strength=run.strength, plan=run.plan,
-            writer_error=run.info.get("error"),
+            writer_error=run.info.get("error"), bar=bar,
         )  # fmt: skip
         failed_at = run.trace.get("multi_hop", {}).get("failed_at")
         if run.multi_hop and run.abstention is None and failed_at:

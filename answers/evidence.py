@@ -16,6 +16,7 @@ the record is flagged ``instructions_removed`` so the trace shows it happened.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -134,6 +135,12 @@ def is_boilerplate(sentence: str) -> bool:
     return bool(BOILERPLATE_RE.search(sentence))
 
 
+@functools.lru_cache(maxsize=64)
+def _question_stems(question: str) -> frozenset[str]:
+    # Asked once per sentence of every retrieved chunk: the question's stems are computed once.
+    return frozenset(content_stems(question))
+
+
 def _answer_bonus(kind: str, sentence: str, question: str = "") -> float:
     if kind == "number" and _NUMBER_RE.search(sentence) and re.search(r"\d", sentence):
         return ANSWER_TYPE_BONUS
@@ -141,7 +148,7 @@ def _answer_bonus(kind: str, sentence: str, question: str = "") -> float:
         return ANSWER_TYPE_BONUS
     if kind == "person" and names_someone(sentence, question):
         return ANSWER_TYPE_BONUS
-    if kind == "name" and names_something(sentence, frozenset(content_stems(question))):
+    if kind == "name" and names_something(sentence, _question_stems(question)):
         return ANSWER_TYPE_BONUS
     return 0.0
 

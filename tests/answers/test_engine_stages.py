@@ -364,6 +364,12 @@ def test_a_program_named_by_its_initials_in_the_passage_counts_for_the_claim_cut
     assert body["trace"]["threshold"]["strength"] >= body["trace"]["threshold"]["weak_evidence"]
 
 
+DONATED_LEAVE_QUESTION = (
+    "My dad has a medical emergency, but I still have some sick leave left. Can I get donated hours through VLTP "
+    "anyway?"
+)
+
+
 def test_a_rule_for_the_askers_case_answers_though_it_shares_few_of_the_questions_words(cast) -> None:
     add_docs(cast.tenant_a, "wiki", 2, [
         {"id": "leave-types", "title": "Leave types",
@@ -373,11 +379,7 @@ def test_a_rule_for_the_askers_case_answers_though_it_shares_few_of_the_question
         {"id": "breaks", "title": "Breaks",
          "text": "You get two 15-minute breaks per day. Ask your supervisor about anything else."},
     ])  # fmt: skip
-    body = ask(
-        cast.tokens["bob"],
-        "My dad has a medical emergency, but I still have some sick leave left. Can I get donated hours through "
-        "VLTP anyway?",
-    )
+    body = ask(cast.tokens["bob"], DONATED_LEAVE_QUESTION)
 
     assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
     assert any("exhausted your earned leave" in c["text"] for c in body["answer"]["claims"])
@@ -392,11 +394,7 @@ def test_a_claim_that_is_no_rule_for_the_askers_case_keeps_the_usual_bar(cast) -
          "text": "Using donated leave\n\nThe Voluntary Leave Transfer Program (VLTP) is run by the payroll "
                  "office. Colleagues donate annual leave through it."},
     ])  # fmt: skip
-    body = ask(
-        cast.tokens["bob"],
-        "My dad has a medical emergency, but I still have some sick leave left. Can I get donated hours through "
-        "VLTP anyway?",
-    )
+    body = ask(cast.tokens["bob"], DONATED_LEAVE_QUESTION)
 
     assert body["answer"]["abstention"] is not None and body["answer"]["abstention"]["reason"] == "weak_evidence"
     assert body["trace"]["threshold"]["weak_evidence"] == 0.45

@@ -143,10 +143,7 @@ def test_the_seventeenth_rounds_probes_quote_their_pages_and_say_why_the_unanswe
     # Written from the handbook pages only and measured before any change was tuned on them (docs/evaluation.md,
     # seventeenth round): `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r17.jsonl`.
     probes = correctness.load_items(correctness.DATA.parent / "probes_r17.jsonl")
-    counts = {
-        c: sum(1 for p in probes if p["category"] == c) for c in ("factual", "negative", "multi_hop", "no_answer")
-    }
-    assert counts == {"factual": 12, "negative": 10, "multi_hop": 8, "no_answer": 10}
+    assert Counter(p["category"] for p in probes) == {"factual": 12, "negative": 10, "multi_hop": 8, "no_answer": 10}
     assert len(probes) == 40 and all(len(p["turns"]) == 1 for p in probes)
     assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
     pages = _handbook_pages()
@@ -166,10 +163,7 @@ def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversatio
     # failures was read (docs/evaluation.md, eighteenth round):
     # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r18.jsonl`.
     probes = correctness.load_items(correctness.DATA.parent / "probes_r18.jsonl")
-    counts = {
-        c: sum(1 for p in probes if p["category"] == c) for c in ("negative", "multi_hop", "follow_up", "no_answer")
-    }
-    assert counts == {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}
+    assert Counter(p["category"] for p in probes) == {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}
     assert len(probes) == 40 and sum(len(p["turns"]) for p in probes) == 52
     assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
     pages = _handbook_pages()
