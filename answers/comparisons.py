@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
+from answers.contracts import ParsedQuery
+from retrieval.entities import entity_by_name
+
 Kind = Literal["larger", "smaller", "grew", "share", "sum"]
 
 _BIGGER = r"larger|higher|bigger|greater|more"
@@ -127,6 +130,8 @@ class FigureComparison:
     points: bool = False
     # "Did A and B make or lose money …, and what was the combined figure?": the sum's sign is the answer too.
     verdict: bool = False
+    # "Was A's revenue bigger than B's?": the answer starts with yes or no.
+    yes_no: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,9 +145,100 @@ def _clean(s: str) -> str:
     return " ".join(s.split()).strip(" ,;")
 
 
-def split_comparison(question: str) -> FigureComparison | None:
-    """The two figures a comparison question asks about, or None when it is none of the forms below."""
+def split_comparison(question: str, parsed: ParsedQuery | None = None) -> FigureComparison | None:
+    """The two figures a comparison question asks about, or None when it is none of the forms below.
+
+    With the parsed question, a comparison of one figure between the two companies it names is recognised in
+    any wording (``_between_companies``)."""
     q = _BY_HOW_MUCH_TAIL.sub("?", _clean(question))
+    found = _by_form(q)
+    if found is None and parsed is not None:
+        found = _between_companies(q, parsed)
+    return found
+
+
+# A comparative, or a word that asks for a comparison: "Who made more money …", "Compare A and B on …".
+_COMPARATIVE = re.compile(
+    rf"\b(?:{_BIGGER}|{_SMALLER}|fewer|compare[sd]?|comparing|versus|vs\.?|difference|gap|outearn(?:ed)?)\b", re.I
+)
+# A change over time compared between companies ("whose revenue grew faster") is not one figure per company.
+_CHANGE = re.compile(
+    r"\b(?:grow|grew|growth|grown|increase[sd]?|decrease[sd]?|decline[sd]?|change[sd]?|rise|rose"
+    r"|fell|fall|drop(?:ped)?|faster|slower|year[- ]over[- ]year|sequential(?:ly)?)\b",
+    re.I,
+)
+# The words around a comparison that are not its measure.
+_SCAFFOLD = frozenset(
+    "which who whose what company companies firm firms one ones of the two them these those had has have did does do "
+    "was were is are report reported reports post posted earn earned earns make made makes generate generated book "
+    "booked bring brought in its their more higher larger bigger greater less lower smaller fewer than or and vs "
+    "versus compare compared compares comparing with between difference gap how much by a an for during on to at "
+    "terms outearn outearned".split()
+)
+# "Who made more money": the asker means profit.
+_MEASURE_WORDS = {"money": "net income", "profit": "net income", "profits": "net income", "earnings": "net income",
+                  "sales": "net sales"}  # fmt: skip
+_YES_NO = re.compile(r"^(?:was|were|is|are|did|does|do|has|have)\b", re.I)
+
+
+def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
+    """ "Which company had more revenue in its quarter ended September 30, 2023: Amazon or Microsoft?", "Did MSFT
+    or Apple report higher net income last quarter?", "Was Apple's revenue bigger than Microsoft's in Q2 2023?":
+    one figure, looked up for each of the two companies named.
+
+    The measure is what is left of the question without the companies, the periods and the words that only
+    make it a comparison; each company's part asks for that measure in the period nearest after its name (the
+    one period, when a single period is named)."""
+    named: list[tuple[str, str]] = []
+    for surface, canonical in parsed.entities:
+        e = entity_by_name(canonical)
+        if e is not None and e.kind == "company" and e.name not in (n for _s, n in named):
+            named.append((surface, e.name))
+    if len(named) != 2 or not _COMPARATIVE.search(q) or _CHANGE.search(q):
+        return None
+    labels = [p.label for p in parsed.periods if p.label]
+    if len(labels) > 2:
+        return None
+    rest = q
+    for surface, _n in named:
+        rest = re.sub(rf"\b{re.escape(surface)}(?:'s|’s|s'|’)?(?!\w)", " ", rest, flags=re.I)
+    for label in labels:
+        rest = rest.replace(label, " ")
+    # "Was Apple's revenue bigger than Microsoft's revenue?" names the measure twice.
+    words = list({w.lower(): w for w in re.findall(r"[\w-]+", rest) if w.lower() not in _SCAFFOLD}.values())
+    if not words:
+        return None
+    measure = " ".join(words)
+    measure = _MEASURE_WORDS.get(measure.lower(), measure)
+    periods = [_period_phrase(q, named[0][0], labels), _period_phrase(q, named[1][0], labels)]
+    parts = tuple(
+        Part(_clean(f"What was {name}'s {measure} {period}") + "?", f"{name}'s {measure}")
+        for (_s, name), period in zip(named, periods, strict=True)
+    )
+    kind: Kind = (
+        "smaller"
+        if re.search(rf"\b(?:{_SMALLER}|fewer)\b", q, re.I) and not re.search(rf"\b(?:{_BIGGER})\b", q, re.I)
+        else "larger"
+    )
+    yes_no = bool(_YES_NO.match(q)) and re.search(r"\bthan\b", q, re.I) is not None
+    subject = yes_no or bool(re.match(r"^how\s+much\b", q, re.I))
+    return FigureComparison(kind, (parts[0], parts[1]), q, subject_first=subject, yes_no=yes_no)
+
+
+def _period_phrase(q: str, surface: str, labels: list[str]) -> str:
+    """The period a company's figure is asked for: the one label, or the label nearest after its name."""
+    if not labels:
+        return ""
+    label = labels[0]
+    if len(labels) == 2:
+        at = q.casefold().find(surface.casefold())
+        after = [(q.find(x, at), x) for x in labels if q.find(x, at) >= 0]
+        label = min(after)[1] if after else labels[-1]
+    lead = "" if re.match(r"(?:the|its|their|a|an|q[1-4]|fy|fiscal|\d)\b", label, re.I) else "the "
+    return f"in {lead}{label}"
+
+
+def _by_form(q: str) -> FigureComparison | None:
     if m := _WHICH.match(q):
         ctx = _clean(m.group("ctx"))
         a, b = _clean(m.group("a")), _clean(m.group("b"))
@@ -347,7 +443,11 @@ def conclude(comparison: FigureComparison, a: Amount, b: Amount) -> str:
         return f"{_cap(pa.label)} ({a.text}) was {gap} percentage points {rel} than {pb.label} ({b.text})."
     if comparison.subject_first:
         rel = "larger" if a.millions > b.millions else "smaller"
-        return f"{_cap(pa.label)} ({a.text}) was {rel} than {pb.label} ({b.text}), by {diff}."
+        stated = f"{_cap(pa.label)} ({a.text}) was {rel} than {pb.label} ({b.text}), by {diff}."
+        if comparison.yes_no:
+            asked_larger = comparison.kind == "larger"
+            return f"{'Yes' if (a.millions > b.millions) == asked_larger else 'No'}. {stated}"
+        return stated
     big, small = ((pa, a), (pb, b)) if a.millions > b.millions else ((pb, b), (pa, a))
     if comparison.kind == "smaller":
         return f"{_cap(small[0].label)} ({small[1].text}) was smaller than {big[0].label} ({big[1].text}), by {diff}."

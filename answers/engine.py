@@ -1015,7 +1015,7 @@ def _names_its_part(part: AnswerRun, lead: ClaimOutcome, distinct: set[str]) -> 
 
 def compare_stage(run: AnswerRun) -> None:
     """Answer each figure of a comparison on its own, then compare the two amounts in code."""
-    comparison = split_comparison(run.plan.original)
+    comparison = split_comparison(run.plan.original, run.plan.parsed)
     if comparison is None:  # the planner said compare; it cannot disagree with itself, but fail closed
         run.scope_abstention = Abstention("weak_evidence", "The two things to compare could not be told apart.")
         return

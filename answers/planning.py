@@ -278,7 +278,7 @@ def plan_question(
         intent = "navigational"
     elif hops:
         intent = "multi_hop"
-    elif split_comparison(parsed.original) is not None:
+    elif split_comparison(parsed.original, parsed) is not None:
         intent = "compare"  # two figures, each looked up on its own, compared in code (answers/comparisons.py)
     elif split_compound(parsed.original) is not None:
         intent = "compound"  # two or three questions joined by "and", each answered on its own (answers/compound.py)

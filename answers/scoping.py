@@ -202,15 +202,17 @@ def resolve_periods(periods: Sequence[PeriodRequest], about_docs: Iterable[dict[
 def _allowed(about: dict[str, Any], title: str, text: str, scope: Scope, strict: set[str]) -> str:
     """ "" when a source may answer, else the reason it is set aside."""
     entity = _about_entity(about)
-    for company in scope.companies:
+    # A question naming two companies ("Which had more revenue, Amazon or Microsoft?") is answered by sources
+    # about either of them: a source must be about one of the companies named, not about all of them.
+    if scope.companies:
         if entity:
-            if entity != company:
+            if entity not in scope.companies:
                 return f"other_entity:{entity}"
-        elif company in strict:
-            if not mentions(title, company):
-                return f"not_about:{company}"
-        elif not (mentions(title, company) or mentions(text, company)):
-            return f"not_about:{company}"
+        elif not any(
+            mentions(title, company) or (company not in strict and mentions(text, company))
+            for company in scope.companies
+        ):
+            return f"not_about:{scope.companies[0]}"
     if not scope.companies and entity:
         # A product named without its company: filings of other companies cannot answer.
         parents = {e.parent for e in ENTITIES if e.name in scope.products and e.parent}

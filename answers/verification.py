@@ -53,7 +53,7 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 #    the question describes; like 4's scope change, it rides on this release so cached abstentions are not served.
 #    So does the evidence change for which-questions (a passage naming nothing takes in the next sentence that
 #    names something, answers/evidence.py).
-VERIFIER_VERSION = "5"
+VERIFIER_VERSION = "6"
 
 
 def verifier_release() -> dict[str, str]:
@@ -416,11 +416,13 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
             # "What's the credit limit on the card once I have it?": a company's filing describes that company,
             # never the asker's own card, leave or pay.
             reasons.append(f"company_filing_for_the_asker:{ev.id}")
-        for company in plan.entity_scope:
-            if entity and entity != company:
-                reasons.append(f"wrong_entity:{ev.id}")
-            elif not entity and not (mentions(ev.title, company) or mentions(ev.text, company)):
-                reasons.append(f"wrong_entity:{ev.id}")
+        # A question naming two companies is answered by sources about either of them.
+        if plan.entity_scope and (
+            entity not in plan.entity_scope
+            if entity
+            else not any(mentions(ev.title, c) or mentions(ev.text, c) for c in plan.entity_scope)
+        ):
+            reasons.append(f"wrong_entity:{ev.id}")
         period_end = str((ev.about or {}).get("period_end") or "")
         if plan.period_scope and entity and period_end and period_end not in plan.period_scope:
             reasons.append(f"wrong_period:{ev.id}")

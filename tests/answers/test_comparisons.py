@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from answers.comparisons import Amount, amount_for_period, conclude, first_amount, first_percent, split_comparison
+from answers.query_parser import parse_query
+
+AS_OF = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _between(question: str) -> list[str] | None:
+    c = split_comparison(question, parse_query(question, AS_OF))
+    return None if c is None else [p.question for p in c.parts]
 
 
 def test_which_of_two_measures_is_larger_becomes_one_question_per_measure() -> None:
@@ -244,3 +253,44 @@ def test_did_two_segments_make_or_lose_money_together_is_answered_by_the_sign_of
     assert loss.startswith("Together they lost money: ") and loss.endswith("add up to -$349 million.")
     gain = conclude(c, Amount("$2,000 million", Decimal(2000)), Amount("-$500 million", Decimal(-500)))
     assert gain.startswith("Together they made money: ") and gain.endswith("add up to $1,500 million ($1.50 billion).")
+
+
+def test_one_figure_of_two_named_companies_is_compared_in_any_wording() -> None:
+    assert _between("Which company had more revenue in its quarter ended September 30, 2023: Amazon or Microsoft?") == [
+        "What was Amazon's revenue in the quarter ended September 30, 2023?",
+        "What was Microsoft's revenue in the quarter ended September 30, 2023?",
+    ]
+    assert _between("Which had higher operating income in Q2 2023, Intel or NVIDIA?") == [
+        "What was Intel's operating income in Q2 2023?",
+        "What was NVIDIA's operating income in Q2 2023?",
+    ]
+    # "money" is what the asker means by profit; "last quarter" is each company's own latest quarter.
+    assert _between("Who made more money last quarter, Intel or Nvidia?") == [
+        "What was Intel's net income in the last quarter?",
+        "What was NVIDIA's net income in the last quarter?",
+    ]
+    # Each company keeps the period named after it; the measure named twice is asked once.
+    assert _between("Was AAPL's Q2 2023 revenue bigger than Microsoft's fiscal Q3 2023 revenue?") == [
+        "What was Apple's revenue in Q2 2023?",
+        "What was Microsoft's revenue in fiscal Q3 2023?",
+    ]
+
+
+def test_a_yes_or_no_comparison_of_two_companies_is_answered_yes_or_no() -> None:
+    question = "Did Intel earn less net income than NVIDIA in Q2 2023?"
+    c = split_comparison(question, parse_query(question, AS_OF))
+    assert c is not None and c.kind == "smaller" and c.yes_no
+    text = conclude(c, first_amount("Net income: $1,473 million"), first_amount("Net income: $6,188 million"))
+    assert text == (
+        "Yes. Intel's net income ($1,473 million) was smaller than NVIDIA's net income ($6,188 million), "
+        "by $4,715 million ($4.72 billion)."
+    )
+
+
+def test_two_companies_without_a_comparison_or_with_a_change_over_time_are_not_one_figure_each() -> None:
+    # Two lookups, not one figure compared: the compound or single-question pipeline answers these.
+    assert _between("What did Apple and Microsoft say about foreign exchange risk in Q2 2023?") is None
+    # Whose growth was faster needs each company's change, not one figure each.
+    assert _between("Whose revenue grew faster in Q2 2023, Apple or Microsoft?") is None
+    # One company: the forms above or nothing.
+    assert _between("Which was higher in Q2 2023 for Intel, gross margin or net income?") is None

@@ -293,3 +293,22 @@ def test_a_tenant_holding_one_companys_filings_is_answered_from_them_without_nam
 
     assert cited_titles(body) == {"2023 Q3 AAPL.pdf"}, body["answer"]
     assert "81,797" in claims(body)
+
+
+def test_a_comparison_of_two_named_companies_looks_up_each_in_its_own_filing_and_concludes(acme) -> None:
+    body = ask(acme["token"], "Which company had more revenue in its latest quarter: NVIDIA or Apple?")
+
+    assert body["plan"]["intent"] == "compare" and body["answer"]["abstention"] is None, body["answer"]
+    assert cited_titles(body) == {"2023 Q3 NVDA.pdf", "2023 Q3 AAPL.pdf"}
+    assert body["answer"]["conclusion"].startswith("Apple's revenue ($81,797 million) was larger than NVIDIA's revenue")
+
+
+def test_a_question_naming_two_companies_keeps_the_filings_of_both_and_of_no_other(acme) -> None:
+    # Before, a source had to be about every company named, so none was, and the answer was "entity_not_found".
+    body = ask(acme["token"], "What did Apple and NVIDIA say about revenue in their latest quarters?")
+
+    scope = body["trace"]["scope"]
+    assert (body["answer"]["abstention"] or {}).get("reason") != "entity_not_found"
+    assert scope["kept"] > 0 and scope["set_aside"].get("other_entity:Amazon", 0) >= 1
+    assert not any(k in scope["set_aside"] for k in ("other_entity:Apple", "other_entity:NVIDIA"))
+    assert {r["title"] for r in body["results"]} & {"2023 Q3 NVDA.pdf", "2023 Q3 AAPL.pdf"}

@@ -181,6 +181,31 @@ def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversatio
             _quotes_its_pages(probe, turn, pages, facts=probe["category"] != "multi_hop")
 
 
+def test_the_nineteenth_rounds_filing_probes_cite_the_filings_and_state_each_figure_in_its_quote() -> None:
+    # Written from the filings' indexed text only, and measured before the round's change was run on them
+    # (docs/evaluation.md, nineteenth round):
+    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r19.jsonl`.
+    # The quotes are the index's text of each filing (tables as labelled rows), which the suite's recall@10 checks.
+    probes = correctness.load_items(correctness.DATA.parent / "probes_r19.jsonl")
+    assert Counter(p["category"] for p in probes) == {"multi_hop": 20, "period": 6, "no_answer": 4}
+    assert Counter(p["id"].split("-")[1] for p in probes) == {"cm": 14, "mh": 6, "pd": 6, "un": 4}
+    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
+    from connectors.demo.loader import data_dir
+
+    filings = {f"sec10q:{p.name}" for p in (data_dir() / "sec10q" / "docs").glob("*.pdf")}
+    for probe in probes:
+        turn = probe["turns"][0]
+        assert probe["user"] == "alice" and probe["split"] == "dev" and len(probe["turns"]) == 1, probe["id"]
+        if probe["expect"] == "abstain":
+            assert not turn["facts"] and not turn["passages"] and turn["why_unanswerable"], probe["id"]
+            continue
+        assert {p["doc"] for p in turn["passages"]} <= filings, probe["id"]
+        # Each figure is in the quote that cites it; a comparison's third fact is its conclusion, worked out.
+        figures = turn["facts"][:1] if probe["category"] == "period" else turn["facts"][:2]
+        for fact, passage in zip(figures, turn["passages"], strict=True):
+            assert cs.alternatives(fact)[0] in passage["quote"], (probe["id"], fact)
+
+
 def test_a_turn_that_expects_no_answer_is_right_only_when_it_abstains_in_an_answerable_conversation() -> None:
     conversation = {"id": "fu-x", "category": "follow_up", "user": "alice", "expect": "answer", "wrong": [],
                     "turns": [{"question": "What comes in the home kit?", "facts": ["monitor"], "passages": []},
