@@ -53,9 +53,10 @@ _GREW = re.compile(
 )
 # "By how much did AWS net sales grow from the September 2022 quarter to the September 2023 quarter?",
 # "How much did NVIDIA's quarterly revenue rise from the quarter ended July 30, 2023 to the quarter ended ...?"
+# "How did Microsoft's Intelligent Cloud revenue change from the December 2022 quarter to the March 2023 quarter?"
 _GREW_BY = re.compile(
-    r"^(?:by\s+)?how\s+much\s+(?:did|has|have|do|does)\s+(?P<a>.+?)\s+"
-    r"(?P<dir>grow|increase|rise|go\s+up|decline|decrease|fall|drop|shrink)"
+    r"^(?:by\s+)?how\s+(?:much\s+)?(?:did|has|have|do|does)\s+(?P<a>.+?)\s+"
+    r"(?P<dir>grow|increase|rise|go\s+up|decline|decrease|fall|drop|shrink|change)"
     r"\s+(?:between|from)\s+(?P<p1>.+?)\s+(?:and|to)\s+(?P<p2>[^?]+?)\s*\??$",
     re.I,
 )
@@ -68,12 +69,16 @@ _WHICH_COMPANY = re.compile(
 )
 # "What was Microsoft's operating margin (operating income as a percentage of revenue) for the quarter
 # ended September 30, 2023?" and the same without the name: "What was X's A as a percentage of B in ...?"
+# "What was AWS's operating margin in Q3 2023 (segment operating income as a percent of AWS net sales)?": the
+# period before the brackets; "Intel R&D as a % of revenue for Q3 2023?": no "what was", no possessive.
 _SHARE_OF = re.compile(
-    r"^what\s+(?:was|is|were|are)\s+(?P<who>[^?]+?)(?:'s|’s)\s+(?:[^(?]*?\(\s*)?(?P<a>[^()?]+?)\s+as\s+an?\s+"
-    r"(?:percentage|percent|share|proportion|fraction)\s+of\s+(?P<b>[^()?]+?)\s*\)?"
+    r"^(?:what\s+(?:was|is|were|are)\s+(?P<who>[^?]+?)(?:'s|’s)|(?P<bare>[A-Z][\w.&-]*)(?:'s|’s)?)\s+"
+    r"(?:(?P<pre>[^(?]*?)\(\s*)?(?P<a>[^()?]+?)\s+as\s+an?\s+"
+    r"(?:percentage|percent|%|share|proportion|fraction)\s+of\s+(?P<b>[^()?]+?)\s*\)?"
     r"(?P<ctx>\s+(?:in|for|during)\s+[^?]+?)?\s*\??$",
     re.I,
 )
+_PRE_PERIOD = re.compile(r"\b(?:in|for|during)\s+.+$", re.I)
 # "What share of NVIDIA's revenue came from Data Center in the quarter ended April 30, 2023?"
 _SHARE_CAME = re.compile(
     r"^what\s+(?:share|percentage|percent|portion|proportion|fraction)\s+of\s+(?P<who>[^?]+?)(?:'s|’s)\s+"
@@ -83,8 +88,9 @@ _SHARE_CAME = re.compile(
 )
 # "What was the combined operating income of Amazon's North America and International segments in Q1 2023?",
 # "What was the total net sales of Apple's iPhone and Mac in the quarter ended July 1, 2023?"
+# "Combined revenue of Microsoft's Productivity and Business Processes and Intelligent Cloud segments in …?"
 _COMBINED = re.compile(
-    r"^what\s+(?:was|were)\s+the\s+(?:combined|total)\s+(?P<measure>.+?)\s+(?:of|for|from)\s+(?P<a>.+?)\s+and\s+"
+    r"^(?:what\s+(?:was|were)\s+the\s+(?:combined|total)|(?:the\s+)?combined)\s+(?P<measure>.+?)\s+(?:of|for|from)\s+(?P<a>.+?)\s+and\s+"
     rf"(?P<b>.+?)(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
     re.I,
 )
@@ -97,9 +103,21 @@ _TOGETHER = re.compile(
     r"(?:figure|amount|total|result)\s*\??$",
     re.I,
 )
+# "What did NVIDIA's Data Center and Gaming platforms bring in together in the quarter ended July 30, 2023?"
+_BRING_IN = re.compile(
+    r"^what\s+did\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?:bring\s+in|generate|pull\s+in|take\s+in|rake\s+in)\s+"
+    rf"(?:together|combined|in\s+total)(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
+    re.I,
+)
+# "By how much did Amazon's North America segment net sales exceed its International segment net sales in Q2 2023?"
+_EXCEED = re.compile(
+    r"^(?:by\s+)?how\s+much\s+(?:did|does|do|has|have)\s+(?P<a>.+?)\s+(?:exceed|beat|top|outpace|surpass|outstrip)"
+    rf"\s+(?P<b>.+?)(?P<ctx>\s+{_PERIOD_TAIL}[^?]*)?\s*\??$",
+    re.I,
+)
 _LEVEL_MEASURE = {"operating": "operating income", "net": "net income", "pretax": "income before income taxes",
                   "pre-tax": "income before income taxes", None: "net income"}  # fmt: skip
-_SEGMENT_WORD = re.compile(r"\s+(?:segments?|businesses|units?)$", re.I)
+_SEGMENT_WORD = re.compile(r"\s+(?:segments?|businesses|units?|platforms?)$", re.I)
 # "Which company had the higher net income: ... or ...? By how much?": the second question asks for the gap,
 # which the conclusion states anyway.
 _BY_HOW_MUCH_TAIL = re.compile(r"\?\s*(?:and\s+)?by\s+how\s+much\s*\??$", re.I)
@@ -173,7 +191,8 @@ _SCAFFOLD = frozenset(
     "was were is are report reported reports post posted earn earned earns make made makes generate generated book "
     "booked bring brought in its their more higher larger bigger greater less lower smaller fewer than or and vs "
     "versus compare compared compares comparing with between difference gap how much by a an for during on to at "
-    "terms outearn outearned".split()
+    "terms outearn outearned quarter quarters period periods mid early late ended ending january february march "
+    "april may june july august september sept october november december".split()
 )
 # "Who made more money": the asker means profit.
 _MEASURE_WORDS = {"money": "net income", "profit": "net income", "profits": "net income", "earnings": "net income",
@@ -204,13 +223,21 @@ def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
         rest = re.sub(rf"\b{re.escape(surface)}(?:'s|’s|s'|’)?(?!\w)", " ", rest, flags=re.I)
     for label in labels:
         rest = rest.replace(label, " ")
+    rest = re.sub(r"['’]s\b", " ", rest)  # "What's the gap …"
     # "Was Apple's revenue bigger than Microsoft's revenue?" names the measure twice.
-    words = list({w.lower(): w for w in re.findall(r"[\w-]+", rest) if w.lower() not in _SCAFFOLD}.values())
+    # A year or a date the period parser left ("their mid-2023 quarters") is no part of the measure.
+    words = list(
+        {
+            w.lower(): w
+            for w in re.findall(r"\w[\w&-]*", rest)
+            if w.lower() not in _SCAFFOLD and not re.search(r"\d", w)
+        }.values()
+    )
     if not words:
         return None
     measure = " ".join(words)
     measure = _MEASURE_WORDS.get(measure.lower(), measure)
-    periods = [_period_phrase(q, named[0][0], labels), _period_phrase(q, named[1][0], labels)]
+    periods = _periods_of(q, [s for s, _n in named], labels)
     parts = tuple(
         Part(_clean(f"What was {name}'s {measure} {period}") + "?", f"{name}'s {measure}")
         for (_s, name), period in zip(named, periods, strict=True)
@@ -225,17 +252,35 @@ def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
     return FigureComparison(kind, (parts[0], parts[1]), q, subject_first=subject, yes_no=yes_no)
 
 
-def _period_phrase(q: str, surface: str, labels: list[str]) -> str:
-    """The period a company's figure is asked for: the one label, or the label nearest after its name."""
+def _periods_of(q: str, surfaces: list[str], labels: list[str]) -> list[str]:
+    """The period each company's figure is asked for: the one label for both; of two, each label goes to the
+    company named last before it ("Apple's quarter ended July 1, 2023; NVIDIA's ended July 30, 2023"), and a
+    company no label follows gets the label left over."""
     if not labels:
-        return ""
-    label = labels[0]
-    if len(labels) == 2:
-        at = q.casefold().find(surface.casefold())
-        after = [(q.find(x, at), x) for x in labels if q.find(x, at) >= 0]
-        label = min(after)[1] if after else labels[-1]
-    lead = "" if re.match(r"(?:the|its|their|a|an|q[1-4]|fy|fiscal|\d)\b", label, re.I) else "the "
-    return f"in {lead}{label}"
+        return ["" for _s in surfaces]
+    chosen: dict[int, str] = {}
+    if len(labels) == 1:
+        chosen = dict.fromkeys(range(len(surfaces)), labels[0])
+    else:
+        folded = q.casefold()
+        for label in sorted(labels, key=lambda x: q.find(x)):
+            at = q.find(label)
+            before = [(folded.rfind(s.casefold(), 0, at), i) for i, s in enumerate(surfaces)]
+            named = [(pos, i) for pos, i in before if pos >= 0 and i not in chosen]
+            if named:
+                chosen[max(named)[1]] = label
+        left = [x for x in labels if x not in chosen.values()]
+        for i in range(len(surfaces)):
+            if i not in chosen:
+                chosen[i] = left.pop(0) if left else labels[-1]
+    out = []
+    for i in range(len(surfaces)):
+        label = chosen[i]
+        if re.match(r"end(?:ed|ing)\b", label, re.I):
+            label = f"quarter {label}"  # "NVIDIA's ended July 30, 2023"
+        lead = "" if re.match(r"(?:the|its|their|a|an|q[1-4]|fy|fiscal|\d)\b", label, re.I) else "the "
+        out.append(f"in {lead}{label}")
+    return out
 
 
 def _by_form(q: str) -> FigureComparison | None:
@@ -256,15 +301,17 @@ def _by_form(q: str) -> FigureComparison | None:
             whose.append(Part(_clean(f"What was {who}'s {measure} {rest}") + "?", f"{who}'s {measure}"))
         kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         return FigureComparison(kind, (whose[0], whose[1]), q)
-    if m := _HOW_MUCH.match(q):
+    if m := _HOW_MUCH.match(q) or _EXCEED.match(q):
         ctx = _clean(m.group("ctx") or "")
         a, b = _clean(m.group("a")), _clean(m.group("b"))
         owner = _POSSESSOR.match(a)
         if owner is not None and re.match(r"(?:its|their)\s", b, re.I):
             b = re.sub(r"^(?:its|their)\b", f"{_clean(owner.group('who'))}'s", b, flags=re.I)  # "its Products ..."
-        kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
+        exceed = m.re is _EXCEED
+        kind = "smaller" if not exceed and re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         parts2 = (Part(_clean(f"What was {a} {ctx}") + "?", a), Part(_clean(f"What was {b} {ctx}") + "?", b))
-        return FigureComparison(kind, parts2, q, subject_first=True, points=bool(m.group("points")))
+        points = not exceed and bool(m.group("points"))
+        return FigureComparison(kind, parts2, q, subject_first=True, points=points)
     if m := _WHICH_COMPANY.match(q):
         measure = _clean(m.group("measure"))
         sides: list[Part] = []
@@ -278,8 +325,11 @@ def _by_form(q: str) -> FigureComparison | None:
         kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         return FigureComparison(kind, (sides[0], sides[1]), q)
     if m := _SHARE_OF.match(q):
-        who, ctx = _clean(m.group("who")), _clean(m.group("ctx") or "")
-        a, b = _clean(m.group("a")), _clean(m.group("b"))
+        who, ctx = _clean(m.group("who") or m.group("bare")), _clean(m.group("ctx") or "")
+        if not ctx and (pre := _PRE_PERIOD.search(m.group("pre") or "")):
+            ctx = _clean(pre.group(0))  # "operating margin in Q3 2023 (…)"
+        # "AWS's … as a percent of AWS net sales": the owner once.
+        a, b = (re.sub(rf"^{re.escape(who)}(?:'s|’s)?\s+", "", _clean(m.group(x)), flags=re.I) for x in ("a", "b"))
         share = (
             Part(_clean(f"What was {who}'s {a} {ctx}") + "?", a),
             Part(_clean(f"What was {who}'s {b} {ctx}") + "?", b),
@@ -294,14 +344,15 @@ def _by_form(q: str) -> FigureComparison | None:
             Part(_clean(f"What was {who}'s {b} {ctx}") + "?", b),
         )
         return FigureComparison("share", came, q)
-    if m := _COMBINED.match(q) or _TOGETHER.match(q):
+    if m := _COMBINED.match(q) or _TOGETHER.match(q) or _BRING_IN.match(q):
         ctx = _clean(m.group("ctx") or "")
         a, b = _clean(m.group("a")), _SEGMENT_WORD.sub("", _clean(m.group("b")))
-        measure = (
-            _clean(m.group("measure"))
-            if m.re is _COMBINED
-            else _LEVEL_MEASURE[m.group("level") and m.group("level").lower()]
-        )
+        if m.re is _COMBINED:
+            measure = _clean(m.group("measure"))
+        elif m.re is _BRING_IN:
+            measure = "revenue"
+        else:
+            measure = _LEVEL_MEASURE[m.group("level") and m.group("level").lower()]
         owner = _POSSESSOR.match(a)
         if owner is not None and _POSSESSOR.match(b) is None:
             b = f"{_clean(owner.group('who'))}'s {b}"  # "Amazon's North America and International": both Amazon's
@@ -312,7 +363,9 @@ def _by_form(q: str) -> FigureComparison | None:
         a = _clean(m.group("a"))
         p1, p2 = _clean(m.group("p1")), _clean(m.group("p2"))
         periods = (Part(f"What was {a} in {p1}?", p1), Part(f"What was {a} in {p2}?", p2))
-        return FigureComparison("grew", periods, q, how_much=m.re is _GREW_BY)
+        # "How did Intel's gross margin percentage change …": two percentages, the change in points.
+        points = re.search(r"percent|%", a, re.I) is not None
+        return FigureComparison("grew", periods, q, how_much=m.re is _GREW_BY, points=points)
     return None
 
 
@@ -343,11 +396,22 @@ def first_percent(text: str) -> Amount | None:
     return Amount(m.group(0).strip(), -value if m.group("neg") else value, percent=True)
 
 
-def part_figure(comparison: FigureComparison, text: str, period_ends: tuple[str, ...], label: str) -> Amount | None:
-    """The figure a part's lead claim gives: the resolved quarter's cell of a statement row, else the first
-    amount it states (a percentage, for a comparison in percentage points)."""
+# A cost is compared by its size: a segment reconciliation prints "Research and development expense: -$7,709 million".
+_COST_RE = re.compile(r"expens|\bcosts?\b|\bspend|\bspent\b|research|r&d|sg&a|mg&a|capital\s+expenditure", re.I)
+
+
+def part_figure(
+    comparison: FigureComparison, text: str, period_ends: tuple[str, ...], label: str, *, cell_only: bool = False
+) -> Amount | None:
+    """The figure a part's lead claim gives: the resolved quarter's cell of a statement row, else (unless
+    ``cell_only``) the first amount it states (a percentage, for a comparison in percentage points)."""
     first = first_percent if comparison.points else first_amount
-    return amount_for_period(text, period_ends, label, percent=comparison.points) or first(text)
+    found = amount_for_period(text, period_ends, label, percent=comparison.points)
+    if found is None and not cell_only:
+        found = first(text)
+    if found is not None and found.millions < 0 and _COST_RE.search(label):
+        return Amount(found.text.lstrip("-"), -found.millions, found.percent)
+    return found
 
 
 _MONTHS = (
@@ -429,6 +493,8 @@ def conclude(comparison: FigureComparison, a: Amount, b: Amount) -> str:
             return f"Together they {verdict}: {both} add up to {stated}."
         return f"Combined: {both} add up to {stated}."
     if comparison.kind == "grew":
+        if comparison.points:
+            diff = f"{abs(b.millions - a.millions)} percentage points"
         if b.millions == a.millions:
             return f"No. It was unchanged: {a.text} ({pa.label}) and {b.text} ({pb.label})."
         verdict, verb = ("Yes", "increased") if b.millions > a.millions else ("No", "decreased")

@@ -1013,6 +1013,11 @@ def _names_its_part(part: AnswerRun, lead: ClaimOutcome, distinct: set[str]) -> 
     return bool(need & set(content_stems(f"{lead.text} {titles}")))
 
 
+# Of a comparison part's kept claims, how many are tried for the figure (in rank order).
+COMPARISON_CLAIMS_TRIED = 3
+_NON_GAAP = re.compile(r"\bnon-?\s?GAAP\b", re.I)
+
+
 def compare_stage(run: AnswerRun) -> None:
     """Answer each figure of a comparison on its own, then compare the two amounts in code."""
     comparison = split_comparison(run.plan.original, run.plan.parsed)
@@ -1024,12 +1029,24 @@ def compare_stage(run: AnswerRun) -> None:
     others = [set(content_stems(p.label)) for p in reversed(comparison.parts)]
     for i, spec in enumerate(comparison.parts, start=1):
         part = _part_run(run, spec.question)
-        lead = part.released[0] if part.abstention is None and part.released else None
-        if lead is not None and not _names_its_part(part, lead, set(content_stems(spec.label)) - others[i - 1]):
-            lead = None  # "the airfare budget" answered with the lodging budget's sentence
-        amount = None
-        if lead is not None:
-            amount = part_figure(comparison, lead.text, part.plan.period_scope, spec.label)
+        distinct = set(content_stems(spec.label)) - others[i - 1]
+        lead, amount = None, None
+        # The first kept claim that states a figure and names its part: a part's best sentence may be prose about
+        # the line ("continued investments in R&D") with the statement row after it. A claim that does not name
+        # its part is never used: "the airfare budget" answered with the lodging budget's sentence.
+        # A statement row's cell for the resolved quarter is preferred to the first amount a sentence states
+        # ("Total R&D and MG&A expenses for Q3 2023 were $5.2 billion" is not R&D alone).
+        tried = part.released[:COMPARISON_CLAIMS_TRIED] if part.abstention is None else []
+        for cell_only in (True, False):
+            for kept in tried:
+                if _NON_GAAP.search(kept.text) and not _NON_GAAP.search(run.plan.original):
+                    continue  # a figure asked without "non-GAAP" is the reported (GAAP) one
+                figure = part_figure(comparison, kept.text, part.plan.period_scope, spec.label, cell_only=cell_only)
+                if figure is not None and _names_its_part(part, kept, distinct):
+                    lead, amount = kept, figure
+                    break
+            if lead is not None:
+                break
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
             "claim": lead.text if lead else None, "amount": amount.text if amount else None,

@@ -465,10 +465,24 @@ def is_number(tok: str) -> bool:
     return bool(_NUMERIC_RE.match(tok)) or tok.lower() in _NUMBER_WORDS
 
 
+# Abbreviations people type for lines a filing spells out ("R&D" for "Research and development"): expanded on both
+# sides, so a question's "R&D" and a statement row's words are the same stems.
+_SPELLED_OUT = {"r&d": "research and development", "sg&a": "selling, general and administrative",
+                "mg&a": "marketing, general and administrative"}  # fmt: skip
+_ABBREVIATION_RE = re.compile(r"(?<![\w&])(?:R&D|SG&A|MG&A)(?![\w&])", re.I)
+
+
+def spelled_out(text: str) -> str:
+    """``text`` with the abbreviations above written out."""
+    if "&" not in text:
+        return text
+    return _ABBREVIATION_RE.sub(lambda m: _SPELLED_OUT[m.group().lower()], text)
+
+
 def content_stems(text: str) -> list[str]:
     """Stemmed non-stopword tokens in order; numbers normalised, not stemmed."""
     out: list[str] = []
-    for tok in tokens(text):
+    for tok in tokens(spelled_out(text)):
         low = tok.lower()
         if low in STOPWORDS or low.endswith("n't"):
             continue
@@ -521,6 +535,9 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         # Not "net": it would make "Net income" a revenue sentence; "net sales" is matched by "sales".
         "revenue": "revenue revenues sales",
         "sales": "sales revenue revenues",
+        # "How much did Apple sell in Greater China?": a filing states the region's net sales.
+        "sell": "sell sold sales revenue revenues",
+        "sold": "sold sell sales revenue revenues",
         "profit": "profit income earnings",
         "earnings": "earnings income profit",
         "income": "income earnings profit",

@@ -104,6 +104,7 @@ def alias_rewrite(parsed: ParsedQuery) -> str:
 _FILING_TERMS: dict[str, str] = {
     "revenue": "total net sales revenue", "revenues": "total net sales revenue", "sales": "total net sales",
     "profit": "net income", "profits": "net income", "earnings": "net income",
+    "r&d": "research and development", "sg&a": "selling general and administrative",
 }  # fmt: skip
 
 

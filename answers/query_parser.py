@@ -685,8 +685,8 @@ _PERIOD_RE = re.compile(
         (?:of\s+|in\s+)?(?P<oq_fiscal>{_FY})?(?P<oq_y>{_YEAR4})\b)
     | (?P<ytd>\b(?:first\s+)?(?P<ytd_n>six|nine)\s+months\s+(?:of\s+)?(?P<ytd_fiscal>{_FY})?(?P<ytd_y>{_YEAR4})\b
         |\bfirst\s+half\s+of\s+(?P<h1_fiscal>{_FY})?(?P<h1_y>{_YEAR4})\b)
-    | (?P<ended>\b(?:quarter|(?:three|six|nine)\s+months|quarterly\s+period|period|the\s+one)\s+(?:that\s+)?
-        (?:ended|ending)\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
+    | (?P<ended>(?:\b(?:quarter|(?:three|six|nine)\s+months|quarterly\s+period|period|the\s+one)\s+(?:that\s+)?
+        |(?<=['’]s\s))(?:ended|ending)\s+(?P<ended_m>{_MONTH_ALT})\.?\s+
         (?P<ended_d>\d{{1,2}}),?\s+(?P<ended_y>{_YEAR4})\b)
     | (?P<fy>\b{_FY}(?P<fy_y>{_YEAR4}|(?<=fy)\d{{2}})\b)
     | (?P<latest>\b(?:latest|most\s+recent|newest|current|last|recent|last\s+reported)\s+

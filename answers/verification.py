@@ -181,6 +181,17 @@ _PERIOD_NUMBERS_RE = re.compile(
 
 # Numbers that only name a form or a code: "SF-182s", "W-2", "Tock #1810"; none is an amount.
 _CODE_NUMBERS_RE = re.compile(r"\b[A-Z]{1,4}-\d+[A-Za-z]*\b|#\d+")
+# "How many units …", not "how many dollars …".
+_HOW_MANY_RE = re.compile(r"\bhow\s+many\b(?!\s+(?:dollars|bucks|usd)\b)", re.I)
+_PERCENT_RE = re.compile(r"\(?-?\d+(?:\.\d+)?\)?\s?%")
+_MONEY_NUMBER_RE = re.compile(r"-?[$€£]\s?-?\(?\d[\d,.]*\)?(?:\s*(?:million|billion|thousand|trillion))?", re.I)
+
+
+def _states_only_money(text: str) -> bool:
+    """Every number the text states (dates, periods and percentages aside) is an amount of money, and it states
+    one."""
+    rest = _PERCENT_RE.sub(" ", _PERIOD_NUMBERS_RE.sub(" ", text))
+    return bool(_MONEY_NUMBER_RE.search(rest)) and not re.search(r"\d", _MONEY_NUMBER_RE.sub(" ", rest))
 
 
 _HAS_DATE_RE = re.compile(
@@ -401,7 +412,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     words, or their usual synonyms, in the claim, its quotes or the source title),
     ``no_number_for_how_much`` / ``no_date_for_when`` (the answer type is missing), ``no_amount_for_a_price``
     (a cost, fee, fare or credit limit answered without an amount of money), ``share_for_an_amount``
-    (a how-much question answered with a percentage and no amount),
+    (a how-much question answered with a percentage and no amount), ``money_for_a_count`` (a how-many
+    question answered with amounts of money only),
     ``version_not_mentioned:<name> <n>`` (the question names a version that neither the claim, its
     quotes nor the source's title or version label mention), ``identifier_not_mentioned:<name>`` (the
     same for a service or setting name such as "orders-api"), ``company_filing_for_the_asker:<id>`` (a
@@ -503,6 +515,10 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # business days": a price is an amount of money.  A company's figures are left out: a filing's statement
         # rows are in millions without a currency sign ("Cost of sales: 45,384").
         reasons.append("no_amount_for_a_price")
+    elif kind == "number" and _HOW_MANY_RE.search(plan.parsed.original) and _states_only_money(claim_text):
+        # "How many iPhone units did Apple sell?" is not answered by the iPhone net sales row: a count is not an
+        # amount of money.
+        reasons.append("money_for_a_count")
     elif kind == "number" and asks_for_an_amount(plan.parsed.original) and states_only_a_share(claim_text):
         # "How much did Amazon spend on sales and marketing …?" is not answered by the row's "-4%" growth.
         reasons.append("share_for_an_amount")

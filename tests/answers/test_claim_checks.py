@@ -396,3 +396,23 @@ def test_a_name_the_question_clips_counts_as_the_name_the_passage_spells_out() -
     assert names_phrase("Eng Docs", "See the Engineering Documentation space.")
     assert not names_phrase("Tech Ops", "Ask the Technology Portfolio before opening repositories.")
     assert not names_phrase("Ops", "Open the Operations page.")  # one word alone is not clipped
+
+
+def test_a_count_is_not_answered_by_an_amount_of_money() -> None:
+    filing = {"title": "2023 Q3 AAPL.pdf", "about": {"entity": "Apple", "period_end": "2023-07-01"}}
+    row = "iPhone (net sales): $39,669 million, three months ended July 1, 2023"
+    question = "How many iPhone units did Apple sell in the quarter ended July 1, 2023?"
+    assert "not_relevant:money_for_a_count" in _reasons(question, row, **filing)
+    shares = "During the third quarter, we repurchased 28 million shares for $3.65 billion."
+    assert "not_relevant:money_for_a_count" not in _reasons("How many shares did Apple buy back?", shares, **filing)
+    assert "not_relevant:money_for_a_count" not in _reasons(
+        "How many dollars of iPhones did Apple sell?", row, **filing
+    )
+
+
+def test_an_abbreviated_line_item_is_read_as_the_filing_spells_it() -> None:
+    from answers.lexicon import content_stems
+
+    assert content_stems("R&D expense") == content_stems("Research and development expense")
+    assert content_stems("SG&A") == content_stems("selling, general and administrative")
+    assert "r" not in content_stems("Intel's R&D as a % of revenue")

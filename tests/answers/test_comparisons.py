@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from answers.comparisons import Amount, amount_for_period, conclude, first_amount, first_percent, split_comparison
+from answers.comparisons import (
+    Amount,
+    amount_for_period,
+    conclude,
+    first_amount,
+    first_percent,
+    part_figure,
+    split_comparison,
+)
 from answers.query_parser import parse_query
 
 AS_OF = datetime(2026, 12, 1, tzinfo=UTC)
@@ -294,3 +302,76 @@ def test_two_companies_without_a_comparison_or_with_a_change_over_time_are_not_o
     assert _between("Whose revenue grew faster in Q2 2023, Apple or Microsoft?") is None
     # One company: the forms above or nothing.
     assert _between("Which was higher in Q2 2023 for Intel, gross margin or net income?") is None
+
+
+def test_each_of_two_periods_goes_to_the_company_named_last_before_it() -> None:
+    question = (
+        "Compare Apple and NVIDIA on net income for their mid-2023 quarters (Apple's quarter ended July 1, 2023; "
+        "NVIDIA's ended July 30, 2023). Which was higher?"
+    )
+    assert _between(question) == [
+        "What was Apple's net income in the quarter ended July 1, 2023?",
+        "What was NVIDIA's net income in the quarter ended July 30, 2023?",
+    ]
+
+
+def test_more_wordings_of_a_sum_a_share_a_gap_and_a_change_are_split_into_their_two_figures() -> None:
+    forms = {
+        "What did NVIDIA's Data Center and Gaming platforms bring in together in the quarter ended July 30, 2023?": (
+            "sum",
+            "What was NVIDIA's Data Center revenue in the quarter ended July 30, 2023?",
+            "What was NVIDIA's Gaming revenue in the quarter ended July 30, 2023?",
+        ),
+        "Combined revenue of Microsoft's Intelligent Cloud and More Personal Computing segments in Q1 2023?": (
+            "sum",
+            "What was Microsoft's Intelligent Cloud revenue in Q1 2023?",
+            "What was Microsoft's More Personal Computing revenue in Q1 2023?",
+        ),
+        # The period stated before the brackets, the owner named once.
+        "What was AWS's operating margin in Q3 2023 (segment operating income as a percent of AWS net sales)?": (
+            "share",
+            "What was AWS's segment operating income in Q3 2023?",
+            "What was AWS's net sales in Q3 2023?",
+        ),
+        "Intel R&D as a % of revenue for Q3 2023?": (
+            "share",
+            "What was Intel's R&D for Q3 2023?",
+            "What was Intel's revenue for Q3 2023?",
+        ),
+        "By how much did Amazon's North America net sales exceed its International net sales in Q2 2023?": (
+            "larger",
+            "What was Amazon's North America net sales in Q2 2023?",
+            "What was Amazon's International net sales in Q2 2023?",
+        ),
+        "How did Microsoft's Intelligent Cloud revenue change from the December 2022 quarter to the March 2023 "
+        "quarter?": (
+            "grew",
+            "What was Microsoft's Intelligent Cloud revenue in the December 2022 quarter?",
+            "What was Microsoft's Intelligent Cloud revenue in the March 2023 quarter?",
+        ),
+    }
+    for question, (kind, first, second) in forms.items():
+        c = split_comparison(question)
+        assert c is not None and c.kind == kind, question
+        assert [p.question for p in c.parts] == [first, second]
+    exceed = split_comparison("By how much did Amazon's North America net sales exceed its International net sales?")
+    assert exceed is not None and exceed.subject_first
+
+
+def test_a_change_in_a_percentage_is_stated_in_percentage_points() -> None:
+    c = split_comparison("How did Intel's gross margin percentage change from Q1 2023 to Q2 2023?")
+    assert c is not None and c.kind == "grew" and c.points
+    text = conclude(c, first_percent("Gross margin percentage: 34.2%"), first_percent("Gross margin percentage: 35.8%"))
+    assert text == "It increased by 1.6 percentage points, from 34.2% (Q1 2023) to 35.8% (Q2 2023)."
+
+
+def test_a_cost_printed_as_a_negative_reconciling_item_is_compared_by_its_size() -> None:
+    c = split_comparison("Which was larger in Q1 2023 for Apple: R&D expense or SG&A expense?")
+    assert c is not None
+    row = "Research and development expense: -$7,709 million, three months ended December 31, 2022"
+    amount = part_figure(c, row, ("2022-12-31",), "R&D expense")
+    assert amount is not None and amount.millions == Decimal(7709) and amount.text == "$7,709 million"
+    # Only a statement row's cell when one is asked for: a sentence's first amount is not a cell.
+    prose = "Total R&D and MG&A expenses for Q3 2023 were $5.2 billion."
+    assert part_figure(c, prose, ("2023-09-30",), "R&D expense", cell_only=True) is None
+    assert part_figure(c, prose, ("2023-09-30",), "R&D expense") == first_amount(prose)
