@@ -14,8 +14,9 @@ password should I give it?" → "What password should I give my git signing key?
 a later part keeps the question whole unless a sentence around it says what the pronoun stands for.
 
 Deliberately conservative: only a question word after "and" starts a part ("… and how do I …",
-"…, and at which site …"), and both parts need two content words of their own, so an elliptic tail
-("…, and for how much?", "… and when?") stays one question: its answer is usually the same sentence.
+"…, and at which site …"), or a yes-or-no question's verb and subject ("…, and am I allowed to …"), and
+both parts need two content words of their own, so an elliptic tail ("…, and for how much?", "… and
+when?") stays one question: its answer is usually the same sentence.
 Everything here is deterministic string work; nothing is retrieved.
 """
 
@@ -33,8 +34,15 @@ _PREP = r"(?:at|in|on|for|from|to|with|by|through|via)"
 # A clause or an adverb between "and" and the next question word: "…, and after I submit it, roughly how long …".
 _CONDITION = r"(?:after|before|once|when|if|since|while|until)\s+[^,?]{3,80},\s*"
 _ADVERB = r"(?:roughly|about|approximately|also|then|exactly|just)"
+# A yes-or-no question of its own: "…, and am I allowed to use work hours for it?", "…, and is there some code …?"
+_YES_NO = (
+    r"(?:am|are|is|can|could|do|does|should|will|must|may)\s+"
+    r"(?:I|we|you|it|they|there|my|our|the|that|this|those)\b"
+)
 # "…, and where …", "… and how quickly …", "…, and at which site …", "…, and after I submit it, roughly how long …"
-_JOIN = re.compile(rf",?\s+and\s+(?=(?:{_CONDITION})?(?:{_ADVERB}\s+)?(?:{_PREP}\s+)?{_WH}\b)", re.IGNORECASE)
+_JOIN = re.compile(
+    rf",?\s+and\s+(?=(?:{_CONDITION})?(?:{_ADVERB}\s+)?(?:(?:{_PREP}\s+)?{_WH}\b|{_YES_NO}))", re.IGNORECASE
+)
 _FIRST_WH = re.compile(rf"\b{_WH}\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
 # The first part's object, for "it" in the second: "my git signing key", "the purchase request form".

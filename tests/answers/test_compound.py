@@ -114,3 +114,16 @@ def test_it_without_a_clause_of_its_own_is_still_the_first_parts_object() -> Non
     c = split_compound("Where should I save my git signing key, and what's the password I should give it?")
     assert c is not None
     assert c.parts[1].question == "What's the password I should give my git signing key?"
+
+
+def test_a_yes_or_no_question_after_and_is_a_part_of_its_own() -> None:
+    c = split_compound(
+        "How many free counseling sessions can I get through the employee assistance program, and am I allowed to "
+        "use work hours for it?"
+    )
+    assert c is not None and [p.question for p in c.parts] == [
+        "How many free counseling sessions can I get through the employee assistance program?",
+        "Am I allowed to use work hours for the employee assistance program?",
+    ]
+    # "and" before a verb that asks nothing ("and do" without a subject) joins words, not questions.
+    assert split_compound("How do I set up and do a screen share in Zoom?") is None
