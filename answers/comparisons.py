@@ -169,7 +169,7 @@ def split_comparison(question: str, parsed: ParsedQuery | None = None) -> Figure
     With the parsed question, a comparison of one figure between the two companies it names is recognised in
     any wording (``_between_companies``)."""
     q = _BY_HOW_MUCH_TAIL.sub("?", _clean(question))
-    found = _by_form(q)
+    found = _compared_back(q) or _by_form(q)
     if found is None and parsed is not None:
         found = _between_companies(q, parsed)
     return found
@@ -250,6 +250,56 @@ def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
     yes_no = bool(_YES_NO.match(q)) and re.search(r"\bthan\b", q, re.I) is not None
     subject = yes_no or bool(re.match(r"^how\s+much\b", q, re.I))
     return FigureComparison(kind, (parts[0], parts[1]), q, subject_first=subject, yes_no=yes_no)
+
+
+# A follow-up resolved with the question before it (answers/followups.py): "How does that compare with the previous
+# quarter: What was Apple's net income in the quarter ended July 1, 2023?"
+_COMPARE_BACK = re.compile(
+    r"^(?:so\s+|and\s+)?how\s+(?:does|did|do|would)\s+(?:that|this|it|they|those|these)(?:\s+figures?)?\s+compare\s+"
+    r"(?:with|to|against)\s+(?P<other>[^:?]+?)\s*\??\s*:\s*(?P<prev>.+)$",
+    re.I,
+)
+# The earlier question, a lookup of one company's figure in one period.
+_LOOKUP = re.compile(
+    r"^what\s+(?:was|were|is|are)\s+(?P<who>[^?]+?)(?:'s|’s)\s+(?P<measure>[^?]+?)\s+(?:in|for|during)\s+"
+    r"(?P<period>[^?]+?)\s*\??$",
+    re.I,
+)
+_PREVIOUS_QUARTER = re.compile(r"^(?:the\s+)?(?:(?:previous|prior|preceding|last)\s+quarter|quarter\s+before)$", re.I)
+_OTHER_COMPANY = re.compile(r"^(?P<who>[A-Za-z][\w.&-]*)(?:'s|’s|s')?(?:\s+(?P<rest>(?:in|for|during)\s+.+))?$", re.I)
+
+
+def _compared_back(q: str) -> FigureComparison | None:
+    """ "How does that compare with the previous quarter?" or "… with NVIDIA's?" after "What was Apple's net income in
+    the quarter ended July 1, 2023?": the earlier figure and the same figure for the quarter before it or for the
+    other company (in its own period when the follow-up names one)."""
+    m = _COMPARE_BACK.match(q)
+    earlier = _LOOKUP.match(_clean(m.group("prev"))) if m else None
+    if m is None or earlier is None:
+        return None
+    who, measure, period = (_clean(earlier.group(x)) for x in ("who", "measure", "period"))
+    asked = f"What was {who}'s {measure} in {period}?"
+    other = _clean(m.group("other"))
+    if _PREVIOUS_QUARTER.match(other):
+        before = Part(f"What was {who}'s {measure} in the previous quarter, before {period}?", "the previous quarter")
+        return FigureComparison("grew", (before, Part(asked, period)), q, how_much=True)
+    named = _OTHER_COMPANY.match(other)
+    company = entity_by_name(named.group("who")) if named else None
+    if named is None or company is None or company.kind != "company":
+        return None
+    mine = entity_by_name(who)
+    if mine is not None and mine.name == company.name:
+        return None
+    rest = named.group("rest")
+    theirs = re.sub(r"^(in|for|during)\s+(?:its|their)\b", r"\1 the", _clean(rest), flags=re.I) if rest else ""
+    parts = (
+        Part(asked, f"{who}'s {measure}"),
+        Part(
+            _clean(f"What was {company.name}'s {measure} {theirs or 'in ' + period}") + "?",
+            f"{company.name}'s {measure}",
+        ),
+    )
+    return FigureComparison("larger", parts, q)
 
 
 def _periods_of(q: str, surfaces: list[str], labels: list[str]) -> list[str]:

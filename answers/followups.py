@@ -261,6 +261,12 @@ def _same_calendar_quarter(question: str, period_scope: Sequence[str]) -> str:
     return f"{question[: named.start()]}the quarter ended {end:%B} {end.day}, {end.year}{question[named.end() :]}"
 
 
+_COMPARES_BACK = re.compile(
+    r"^(?:so\s+|and\s+)?how\s+(?:does|did|do|would)\s+(?:that|this|it|they|those|these)(?:\s+figures?)?\s+compare\b",
+    re.I,
+)
+
+
 def resolve_followup(previous: ConversationState | None, text: str) -> Resolution:
     """Rewrite an elliptical or anaphoric follow-up into a standalone question.
 
@@ -293,6 +299,10 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
         asked = condition.group(1)
         asked = _named_antecedent(previous, asked[:1].upper() + asked[1:])
         return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "condition", new_terms)
+    if _COMPARES_BACK.match(text):
+        # "How does that compare with NVIDIA's in its quarter ended July 30, 2023?" names a company and a period of
+        # its own, however long, and still compares with the last answer (answers/comparisons._compared_back).
+        return Resolution(True, f"{text.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
     if (lead or starts_with_prep) and frag_words and len(frag_words) <= 8:
         if starts_with_prep:
             prep = frag_words[0]

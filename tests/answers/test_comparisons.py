@@ -375,3 +375,22 @@ def test_a_cost_printed_as_a_negative_reconciling_item_is_compared_by_its_size()
     prose = "Total R&D and MG&A expenses for Q3 2023 were $5.2 billion."
     assert part_figure(c, prose, ("2023-09-30",), "R&D expense", cell_only=True) is None
     assert part_figure(c, prose, ("2023-09-30",), "R&D expense") == first_amount(prose)
+
+
+def test_a_resolved_follow_up_compares_the_earlier_figure_with_the_previous_quarter_or_another_company() -> None:
+    earlier = "What was Apple's net income in the quarter ended July 1, 2023?"
+    c = split_comparison(f"How does that compare with the previous quarter: {earlier}")
+    assert c is not None and c.kind == "grew" and c.how_much
+    assert [p.question for p in c.parts] == [
+        "What was Apple's net income in the previous quarter, before the quarter ended July 1, 2023?",
+        earlier,
+    ]
+    c = split_comparison(f"How does that compare with NVIDIA's in its quarter ended July 30, 2023: {earlier}")
+    assert c is not None and c.kind == "larger"
+    assert [p.question for p in c.parts] == [
+        earlier,
+        "What was NVIDIA's net income in the quarter ended July 30, 2023?",
+    ]
+    # The same company, or an earlier question that is no lookup of one figure, is no such comparison.
+    assert split_comparison(f"How does that compare with Apple's: {earlier}") is None
+    assert split_comparison("How does that compare with NVIDIA: How do I book travel?") is None

@@ -180,9 +180,16 @@ def test_a_follow_up_about_the_previous_quarter_counts_back_from_the_period_the_
     second = ask(acme["token"], "How does that compare with the previous quarter?", first["conversation_id"])
 
     assert second["trace"]["followup"]["is_followup"]
-    assert set(second["plan"]["period_scope"]) == {"2022-12-31", "2023-04-01"}  # "compare": both quarters
+    assert [p["period"] for p in second["trace"]["comparison"]["parts"]] == [
+        "Apple Q1 FY2023 (quarter ended 2022-12-31)", "Apple Q2 FY2023 (quarter ended 2023-04-01)"]  # fmt: skip
     assert cited_titles(second) <= {"2023 Q1 AAPL.pdf", "2023 Q2 AAPL.pdf"}
     assert "117,154" in claims(second)
+    # Compared in code: the earlier figure, the quarter before it, and the change.
+    assert second["plan"]["intent"] == "compare"
+    assert second["answer"]["conclusion"] == (
+        "It decreased by $22,318 million ($22.32 billion), from $117,154 million (the previous quarter) to "
+        "$94,836 million (Q2 2023)."
+    )
 
     alone = ask(acme["token"], "What was Apple's revenue in the previous quarter?")
     assert alone["plan"]["period_scope"] == ["2023-04-01"]  # the quarter before the latest one
@@ -312,3 +319,15 @@ def test_a_question_naming_two_companies_keeps_the_filings_of_both_and_of_no_oth
     assert scope["kept"] > 0 and scope["set_aside"].get("other_entity:Amazon", 0) >= 1
     assert not any(k in scope["set_aside"] for k in ("other_entity:Apple", "other_entity:NVIDIA"))
     assert {r["title"] for r in body["results"]} & {"2023 Q3 NVDA.pdf", "2023 Q3 AAPL.pdf"}
+
+
+def test_a_follow_up_comparing_with_another_company_looks_up_the_same_figure_for_it(acme) -> None:
+    first = ask(acme["token"], "What was Apple's revenue in the quarter ended July 1, 2023?")
+    second = ask(acme["token"], "How does that compare with NVIDIA's in its quarter ended October 29, 2023?",
+                 first["conversation_id"])  # fmt: skip
+
+    assert second["trace"]["followup"]["is_followup"] and second["plan"]["intent"] == "compare"
+    assert cited_titles(second) == {"2023 Q3 AAPL.pdf", "2023 Q3 NVDA.pdf"}
+    assert second["answer"]["conclusion"].startswith(
+        "Apple's revenue ($81,797 million) was larger than NVIDIA's revenue ($18,120 million)"
+    )

@@ -183,3 +183,15 @@ def test_a_long_turn_that_points_back_and_names_no_company_stays_about_the_conve
         after("How do I request a Mural account?"), "What kind should I ask for if I only use it now and then?"
     )
     assert wiki.method == "standalone"
+
+
+def test_how_does_that_compare_points_back_however_much_it_names_of_its_own() -> None:
+    r = resolve_followup(
+        after("What was Apple's net income in the quarter ended July 1, 2023?"),
+        "How does that compare with NVIDIA's in its quarter ended July 30, 2023?",
+    )
+    assert r.is_followup and r.method == "anaphora"
+    assert r.question == (
+        "How does that compare with NVIDIA's in its quarter ended July 30, 2023: What was Apple's net income in the "
+        "quarter ended July 1, 2023?"
+    )
