@@ -206,8 +206,8 @@ def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
     one figure, looked up for each of the two companies named.
 
     The measure is what is left of the question without the companies, the periods and the words that only
-    make it a comparison; each company's part asks for that measure in the period nearest after its name (the
-    one period, when a single period is named)."""
+    make it a comparison; each company's part asks for that measure in the period named after it
+    (``_periods_of``)."""
     named: list[tuple[str, str]] = []
     for surface, canonical in parsed.entities:
         e = entity_by_name(canonical)
@@ -252,13 +252,23 @@ def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
     return FigureComparison(kind, (parts[0], parts[1]), q, subject_first=subject, yes_no=yes_no)
 
 
-# A follow-up resolved with the question before it (answers/followups.py): "How does that compare with the previous
-# quarter: What was Apple's net income in the quarter ended July 1, 2023?"
+# "How does that compare …": a follow-up about the last answer, however much it names of its own.
+_COMPARES_BACK = (
+    r"^(?:so\s+|and\s+)?how\s+(?:does|did|do|would)\s+(?:that|this|it|they|those|these)(?:\s+figures?)?\s+compare"
+)
+# Resolved with the question before it (answers/followups.py): "How does that compare with the previous quarter: What
+# was Apple's net income in the quarter ended July 1, 2023?"
 _COMPARE_BACK = re.compile(
-    r"^(?:so\s+|and\s+)?how\s+(?:does|did|do|would)\s+(?:that|this|it|they|those|these)(?:\s+figures?)?\s+compare\s+"
-    r"(?:with|to|against)\s+(?P<other>[^:?]+?)\s*\??\s*:\s*(?P<prev>.+)$",
+    rf"{_COMPARES_BACK}\s+(?:with|to|against)\s+(?P<other>[^:?]+?)\s*\??\s*:\s*(?P<prev>.+)$",
     re.I,
 )
+
+
+def compares_back(text: str) -> bool:
+    """Whether a turn asks how the last answer compares with something ("How does that compare with …?")."""
+    return re.match(rf"{_COMPARES_BACK}\b", text.strip(), re.I) is not None
+
+
 # The earlier question, a lookup of one company's figure in one period.
 _LOOKUP = re.compile(
     r"^what\s+(?:was|were|is|are)\s+(?P<who>[^?]+?)(?:'s|’s)\s+(?P<measure>[^?]+?)\s+(?:in|for|during)\s+"
@@ -333,6 +343,11 @@ def _periods_of(q: str, surfaces: list[str], labels: list[str]) -> list[str]:
     return out
 
 
+def _is_company(name: str) -> bool:
+    found = entity_by_name(name)
+    return found is not None and found.kind == "company"
+
+
 def _by_form(q: str) -> FigureComparison | None:
     if m := _WHICH.match(q):
         ctx = _clean(m.group("ctx"))
@@ -374,7 +389,7 @@ def _by_form(q: str) -> FigureComparison | None:
             sides.append(Part(_clean(f"What was {who}'s {measure} {rest}") + "?", f"{who}'s {measure}"))
         kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         return FigureComparison(kind, (sides[0], sides[1]), q)
-    if m := _SHARE_OF.match(q):
+    if (m := _SHARE_OF.match(q)) and (m.group("who") or _is_company(m.group("bare"))):
         who, ctx = _clean(m.group("who") or m.group("bare")), _clean(m.group("ctx") or "")
         if not ctx and (pre := _PRE_PERIOD.search(m.group("pre") or "")):
             ctx = _clean(pre.group(0))  # "operating margin in Q3 2023 (…)"
@@ -579,6 +594,7 @@ __all__ = [
     "FigureComparison",
     "Part",
     "amount_for_period",
+    "compares_back",
     "conclude",
     "first_amount",
     "first_percent",

@@ -38,6 +38,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from answers import engine
+from answers.comparisons import compares_back
 from answers.contracts import EvidenceRecord, to_jsonable
 from answers.lexicon import STOPWORDS, asked_clause, content_stems, starts_as_question
 from answers.query_parser import parse_query
@@ -261,12 +262,6 @@ def _same_calendar_quarter(question: str, period_scope: Sequence[str]) -> str:
     return f"{question[: named.start()]}the quarter ended {end:%B} {end.day}, {end.year}{question[named.end() :]}"
 
 
-_COMPARES_BACK = re.compile(
-    r"^(?:so\s+|and\s+)?how\s+(?:does|did|do|would)\s+(?:that|this|it|they|those|these)(?:\s+figures?)?\s+compare\b",
-    re.I,
-)
-
-
 def resolve_followup(previous: ConversationState | None, text: str) -> Resolution:
     """Rewrite an elliptical or anaphoric follow-up into a standalone question.
 
@@ -299,7 +294,7 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
         asked = condition.group(1)
         asked = _named_antecedent(previous, asked[:1].upper() + asked[1:])
         return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "condition", new_terms)
-    if _COMPARES_BACK.match(text):
+    if compares_back(text):
         # "How does that compare with NVIDIA's in its quarter ended July 30, 2023?" names a company and a period of
         # its own, however long, and still compares with the last answer (answers/comparisons._compared_back).
         return Resolution(True, f"{text.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)

@@ -394,3 +394,9 @@ def test_a_resolved_follow_up_compares_the_earlier_figure_with_the_previous_quar
     # The same company, or an earlier question that is no lookup of one figure, is no such comparison.
     assert split_comparison(f"How does that compare with Apple's: {earlier}") is None
     assert split_comparison("How does that compare with NVIDIA: How do I book travel?") is None
+
+
+def test_a_share_without_what_was_needs_a_company_before_as_a_percent() -> None:
+    assert split_comparison("Net income as a % of revenue for Intel in Q3 2023?") is None
+    c = split_comparison("Intel net income as a % of revenue for Q3 2023?")
+    assert c is not None and c.parts[0].question == "What was Intel's net income for Q3 2023?"
