@@ -19,7 +19,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from answers.contracts import ParsedQuery
-from retrieval.entities import entity_by_name
+from retrieval.entities import Entity, entity_by_name
 
 Kind = Literal["larger", "smaller", "grew", "share", "sum"]
 
@@ -210,8 +210,8 @@ def _between_companies(q: str, parsed: ParsedQuery) -> FigureComparison | None:
     (``_periods_of``)."""
     named: list[tuple[str, str]] = []
     for surface, canonical in parsed.entities:
-        e = entity_by_name(canonical)
-        if e is not None and e.kind == "company" and e.name not in (n for _s, n in named):
+        e = _company(canonical)
+        if e is not None and e.name not in (n for _s, n in named):
             named.append((surface, e.name))
     if len(named) != 2 or not _COMPARATIVE.search(q) or _CHANGE.search(q):
         return None
@@ -294,8 +294,8 @@ def _compared_back(q: str) -> FigureComparison | None:
         before = Part(f"What was {who}'s {measure} in the previous quarter, before {period}?", "the previous quarter")
         return FigureComparison("grew", (before, Part(asked, period)), q, how_much=True)
     named = _OTHER_COMPANY.match(other)
-    company = entity_by_name(named.group("who")) if named else None
-    if named is None or company is None or company.kind != "company":
+    company = _company(named.group("who")) if named else None
+    if named is None or company is None:
         return None
     mine = entity_by_name(who)
     if mine is not None and mine.name == company.name:
@@ -343,9 +343,10 @@ def _periods_of(q: str, surfaces: list[str], labels: list[str]) -> list[str]:
     return out
 
 
-def _is_company(name: str) -> bool:
+def _company(name: str) -> Entity | None:
+    """The catalogued company a name or alias stands for, or None (a product or an unknown name)."""
     found = entity_by_name(name)
-    return found is not None and found.kind == "company"
+    return found if found is not None and found.kind == "company" else None
 
 
 def _by_form(q: str) -> FigureComparison | None:
@@ -389,7 +390,7 @@ def _by_form(q: str) -> FigureComparison | None:
             sides.append(Part(_clean(f"What was {who}'s {measure} {rest}") + "?", f"{who}'s {measure}"))
         kind = "smaller" if re.fullmatch(_SMALLER, m.group("dir"), re.I) else "larger"
         return FigureComparison(kind, (sides[0], sides[1]), q)
-    if (m := _SHARE_OF.match(q)) and (m.group("who") or _is_company(m.group("bare"))):
+    if (m := _SHARE_OF.match(q)) and (m.group("who") or _company(m.group("bare"))):
         who, ctx = _clean(m.group("who") or m.group("bare")), _clean(m.group("ctx") or "")
         if not ctx and (pre := _PRE_PERIOD.search(m.group("pre") or "")):
             ctx = _clean(pre.group(0))  # "operating margin in Q3 2023 (…)"

@@ -46,7 +46,8 @@ from django.core.cache import cache
 
 from answers.abstention import evidence_strength, states_the_askers_case
 from answers.actions import tier_names
-from answers.comparisons import conclude, part_figure, split_comparison
+from answers.comparisons import Amount, FigureComparison, conclude, part_figure, split_comparison
+from answers.comparisons import Part as ComparisonPart
 from answers.compound import carried_part, split_compound
 from answers.conflicts import ConflictReport, conflict_section, find_conflicts
 from answers.contracts import (
@@ -1018,6 +1019,31 @@ COMPARISON_CLAIMS_TRIED = 3
 _NON_GAAP = re.compile(r"\bnon-?\s?GAAP\b", re.I)
 
 
+def _part_figure_claim(
+    run: AnswerRun, comparison: FigureComparison, part: AnswerRun, spec: ComparisonPart, distinct: set[str]
+) -> tuple[ClaimOutcome | None, Amount | None]:
+    """The claim that gives a comparison part's figure, and the figure.
+
+    Of the part's first kept claims, only one that names its part ("the airfare budget" is not answered with the
+    lodging budget's sentence) and, unless the question says non-GAAP, states the reported figure may give it. A
+    statement row's cell for the resolved quarter comes before a sentence's first amount: the best sentence may be
+    prose about the line ("Total R&D and MG&A expenses for Q3 2023 were $5.2 billion" is not R&D alone)."""
+    if part.abstention is not None:
+        return None, None
+    asks_non_gaap = _NON_GAAP.search(run.plan.original) is not None
+    eligible = [
+        kept
+        for kept in part.released[:COMPARISON_CLAIMS_TRIED]
+        if (asks_non_gaap or not _NON_GAAP.search(kept.text)) and _names_its_part(part, kept, distinct)
+    ]
+    for cell_only in (True, False):
+        for kept in eligible:
+            figure = part_figure(comparison, kept.text, part.plan.period_scope, spec.label, cell_only=cell_only)
+            if figure is not None:
+                return kept, figure
+    return None, None
+
+
 def compare_stage(run: AnswerRun) -> None:
     """Answer each figure of a comparison on its own, then compare the two amounts in code."""
     comparison = split_comparison(run.plan.original, run.plan.parsed)
@@ -1029,24 +1055,7 @@ def compare_stage(run: AnswerRun) -> None:
     others = [set(content_stems(p.label)) for p in reversed(comparison.parts)]
     for i, spec in enumerate(comparison.parts, start=1):
         part = _part_run(run, spec.question)
-        distinct = set(content_stems(spec.label)) - others[i - 1]
-        lead, amount = None, None
-        # The first kept claim that states a figure and names its part: a part's best sentence may be prose about
-        # the line ("continued investments in R&D") with the statement row after it. A claim that does not name
-        # its part is never used: "the airfare budget" answered with the lodging budget's sentence.
-        # A statement row's cell for the resolved quarter is preferred to the first amount a sentence states
-        # ("Total R&D and MG&A expenses for Q3 2023 were $5.2 billion" is not R&D alone).
-        tried = part.released[:COMPARISON_CLAIMS_TRIED] if part.abstention is None else []
-        for cell_only in (True, False):
-            for kept in tried:
-                if _NON_GAAP.search(kept.text) and not _NON_GAAP.search(run.plan.original):
-                    continue  # a figure asked without "non-GAAP" is the reported (GAAP) one
-                figure = part_figure(comparison, kept.text, part.plan.period_scope, spec.label, cell_only=cell_only)
-                if figure is not None and _names_its_part(part, kept, distinct):
-                    lead, amount = kept, figure
-                    break
-            if lead is not None:
-                break
+        lead, amount = _part_figure_claim(run, comparison, part, spec, set(content_stems(spec.label)) - others[i - 1])
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
             "claim": lead.text if lead else None, "amount": amount.text if amount else None,
