@@ -22,34 +22,15 @@ from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import (
-    ASKS_DEADLINE_RE,
     asked_clause,
     asked_sentence,
     attribute_synonyms,
     content_stems,
     earlier_turn_scale,
+    question_form_stems,
 )
 from answers.planning import plan_question
 from answers.writers.extractive import ExtractiveWriter, scoped_terms
-
-_QUESTION_RE = re.compile(
-    r"^\s*(?:how|what|which|who|whom|whose|when|where|why|can|do|does|did|is|are|should)\b|\?\s*$", re.I
-)
-_PLACEHOLDERS = frozenset(
-    content_stems("someone somebody anyone anybody everyone something anything thing things stuff")
-)
-
-
-def question_form_stems(text: str) -> frozenset[str]:
-    """Words of a question's form, not its content: the word after "how" ("how long", "how often": the
-    answer states a duration, not the word "long") and placeholders ("someone").  A statement (a SciFact
-    claim, which the threshold was tuned on) has none."""
-    if not _QUESTION_RE.search(text):
-        return frozenset()
-    after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
-    # "What's the deadline to choose ...?" is answered by a date ("no later than November 15th"), not the word.
-    asked_date = ASKS_DEADLINE_RE.findall(text)
-    return frozenset(content_stems(" ".join(after_how + asked_date))) | _PLACEHOLDERS
 
 
 def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:

@@ -298,6 +298,17 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
         # "How does that compare with NVIDIA's in its quarter ended July 30, 2023?" names a company and a period of
         # its own, however long, and still compares with the last answer (answers/comparisons._compared_back).
         return Resolution(True, f"{text.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+    posed = re.match(r"[^,]+,\s*(.+)", fragment)
+    if lead and (
+        (starts_as_question(fragment) and not re.match(r"(?:what|how)\s+about\b", fragment, re.I))
+        or (posed is not None and starts_as_question(posed.group(1)))
+    ):
+        # "And how long until I get an actual decision?" after "... how soon should someone confirm they got my
+        # request?", "What about DMs, are those at least private?": a question of its own, asked about what the
+        # last one was about, not a scope glued onto its end.
+        asked = fragment if posed is None or starts_as_question(fragment) else text
+        asked = _named_antecedent(previous, asked[:1].upper() + asked[1:])
+        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
     if (lead or starts_with_prep) and frag_words and len(frag_words) <= 8:
         if starts_with_prep:
             prep = frag_words[0]

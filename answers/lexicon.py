@@ -73,6 +73,12 @@ STOPWORDS: frozenset[str] = frozenset(
         "from",
         "into",
         "onto",
+        # Prepositions and a filler that ask about nothing: "choose between cash and time off", "how long until I
+        # get an actual decision", "do I actually need to".
+        "between",
+        "among",
+        "until",
+        "actually",
         "over",
         "under",
         "about",
@@ -333,7 +339,12 @@ def weigh_earlier_turns(question: str, idf: dict[str, float]) -> dict[str, float
     extractive writer and evidence selection weigh a question's terms this way."""
     last = asked_clause(question)
     if last == question:
-        return idf
+        # The asker's situation before the question ("My partner and I are going through a rough patch. How many
+        # free counseling sessions can we get through the EAP?") weighs like an earlier turn, as in the
+        # weak-evidence rule (answers/abstention.evidence_strength): the answer states what is asked.
+        last = asked_sentence(question)
+        if last == question:
+            return idf
     latest = set(content_stems(last))
     scale = earlier_turn_scale(
         [w for t, w in idf.items() if t in latest], [w for t, w in idf.items() if t not in latest]
@@ -568,7 +579,22 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         "access": "access license licenses account accounts seat seats",
         # Workplace shorthand: an "org code" is the page's "organizational code"; hours "banked" are "accrued".
         "org": "org organization organizational",
+        "repo": "repo repos repository repositories",
+        # Everyday verbs and the words a policy page uses for them: "should I restart the laptop?" / "DO NOT
+        # REBOOT", "can I just remove the message?" / "prohibited from deleting messages", "how soon should someone
+        # confirm they got my request?" / "will acknowledge all RA requests", "anyone's sign-off" / "approval".
+        # Not "tell": "tell git to sign your commits" is an instruction, not a notification.
+        "restart": "restart reboot",
+        "reboot": "reboot restart",
+        "remove": "remove delete deleting",
+        "delete": "delete remove",
+        "notify": "notify notification tell inform",
+        "confirm": "confirm acknowledge",
+        "sign-off": "sign-off approval approve",
         "banked": "banked accrued accrue accumulated carry",
+        # "choose between cash and time off" is "make a selection" on the page.
+        "choose": "choose chose select selection elect election pick",
+        "pick": "pick choose select selection",
     }.items()
 }
 
@@ -595,6 +621,30 @@ ASKS_DEADLINE_RE = re.compile(r"\bwhat(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+(d
 def asks_for_a_case(question: str) -> bool:
     """Whether a when-question asks in which case something holds, not at what time."""
     return bool(_WHEN_CASE_RE.match(question))
+
+
+_QUESTION_RE = re.compile(
+    r"^\s*(?:how|what|which|who|whom|whose|when|where|why|can|do|does|did|is|are|should)\b|\?\s*$", re.I
+)
+_PLACEHOLDERS = frozenset(
+    content_stems(
+        "someone somebody anyone anybody everyone something anything thing things stuff "
+        # The asker's words: "how long until I get an actual decision", "if I ask for a workplace accommodation".
+        "actual ask asks asked asking"
+    )
+)
+
+
+def question_form_stems(text: str) -> frozenset[str]:
+    """Words of a question's form, not its content: the word after "how" ("how long", "how often": the
+    answer states a duration, not the word "long") and placeholders ("someone").  A statement (a SciFact
+    claim, which the threshold was tuned on) has none."""
+    if not _QUESTION_RE.search(text):
+        return frozenset()
+    after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
+    # "What's the deadline to choose ...?" is answered by a date ("no later than November 15th"), not the word.
+    asked_date = ASKS_DEADLINE_RE.findall(text)
+    return frozenset(content_stems(" ".join(after_how + asked_date))) | _PLACEHOLDERS
 
 
 # "Which of my leave balances won't be paid out?", "What can't I do …?", "Who isn't eligible …?": the predicate asked

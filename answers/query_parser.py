@@ -490,7 +490,8 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
         else:
             while (
                 j < len(items)
-                and len(target) < 3
+                # An article is not one of the three words: "creating a public repo" is one phrase.
+                and len([t for t in target if t.text.casefold() not in ("a", "an", "the")]) < 3
                 and items[j].kind == "word"
                 and items[j].text.casefold() not in _TERMINATORS
                 and items[j].text.casefold() not in _CUE_WORDS

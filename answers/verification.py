@@ -27,9 +27,11 @@ from answers.lexicon import (
     asks_for_a_case,
     attribute_synonyms,
     content_stems,
+    content_stems_with_parts,
     identifier_spans,
     is_number,
     normalise_ws,
+    question_form_stems,
     ranking_words,
     version_key,
 )
@@ -53,7 +55,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 #    the question describes; like 4's scope change, it rides on this release so cached abstentions are not served.
 #    So does the evidence change for which-questions (a passage naming nothing takes in the next sentence that
 #    names something, answers/evidence.py).
-VERIFIER_VERSION = "6"
+# 6: a source about either of two named companies may answer (answers/scoping._allowed).
+# 7: the asked attribute leaves out the question's form ("how long", "what's the deadline") and the asker's own
+#    words; a hyphenated word's parts and a name's longer forms ("Reservist" for "Reserve") count as said.
+VERIFIER_VERSION = "7"
 
 
 def verifier_release() -> dict[str, str]:
@@ -108,7 +113,9 @@ _NOT_ATTRIBUTE = frozenset(
         "fourth 10-q 10-k form please there any given need needs needed before use using "
     # "How big was it? I need this year's number, not the Q1 2022 one": words for the figure asked, not
     # what it is a figure of.
-    "number numbers figure figures one ones big large size"
+    "number numbers figure figures one ones big large size "
+    # "Once I'm back and file the voucher, ...": the asker, not what is asked about.
+    "i'm i've i'll i'd we're we've we'll we'd"
     )
 )  # fmt: skip
 
@@ -278,6 +285,9 @@ def attribute_terms(plan: QueryPlan) -> frozenset[str]:
     for p in parsed.periods:
         named.update(content_stems(p.label))
     named |= ranking_words(parsed.original)
+    # "How long can a repo sit idle ...?", "What's the deadline to choose ...?": the question's form, answered by a
+    # duration or a date, as the weak-evidence rule reads it (answers/abstention.py).
+    named |= question_form_stems(parsed.original)
     words = [t for t in content_stems(parsed.text) if t not in named and t not in _NOT_ATTRIBUTE]
     return frozenset(w for w in words if not is_number(w))
 
@@ -349,6 +359,8 @@ def names_phrase(phrase: str, text: str, titles: str = "", seen: set[str] | None
         seen = set(content_stems(f"{text} {titles}"))
     if not words or words <= seen:
         return True
+    if all(w in seen or (len(w) >= 5 and any(s.startswith(w) for s in seen)) for w in words):
+        return True  # "the National Guard or as a Reservist" names "Guard and Reserve"
     initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
     if len(initials) >= 2 and re.search(rf"\b{initials}\b", text) is not None:
         return True
@@ -467,7 +479,8 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # A name the passage names counts as addressed: "How many free counseling sessions do I get through the
         # Employee Assistance Program?" is answered by "You can receive six free sessions ..." in a passage about
         # "The EAP", a sentence that need not spell the program's name again.
-        have = set(content_stems(said + " " + titles_of(cited))) | named_words
+        # With the parts of hyphenated words: "(cash or time-off)" says "time".
+        have = set(content_stems_with_parts(said + " " + titles_of(cited))) | named_words
         covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         # A follow-up's claim may address its last question alone: the earlier one only says what "that" is.
         latest = latest_attribute_terms(plan, asked)

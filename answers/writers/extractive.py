@@ -23,6 +23,7 @@ from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.lexicon import (
     STOPWORDS,
     asked_clause,
+    asked_sentence,
     asks_for_a_case,
     asks_negated,
     asks_superlative,
@@ -49,7 +50,10 @@ WRITER_NAME = "extractive"
 # 8: a negated question ("… won't be paid out?") prefers a sentence that says what is not so; "when" asking in
 #    which case ("When am I not allowed to …?") wants no date
 # 9: a question word's contraction ("What's", "that's") is not a content word (answers/lexicon.STOPWORDS)
-WRITER_VERSION = "9"
+# 10: a whether-a-rule-allows-it question ("Do I still have to …?") prefers a sentence that states a rule; an
+#     excluded term is found by its content words ("creating a public repo" ~ "create public repositories"); the
+#     asker's situation before the question weighs like an earlier turn
+WRITER_VERSION = "10"
 
 
 def writer_release() -> dict[str, str]:
@@ -475,15 +479,32 @@ def unfit_reason(sentence: str) -> str | None:
     return None
 
 
-def _contains_seq(haystack: list[str], needle: list[str]) -> bool:
+def _same_word(have: str, want: str) -> bool:
+    """Stems of one word: equal, a word people use for it ("repo" ~ "repositori"), or a longer form of it."""
+    return have == want or have in attribute_synonyms(want) or (len(want) >= 5 and have.startswith(want))
+
+
+def excluded_at(spans: Sequence[tuple[int, int, str]], term: str) -> list[tuple[int, int]]:
+    """(first, last) token indexes in ``spans`` where the excluded ``term`` is named: its content words in order,
+    with function words between them or not ("creating a public repo" ~ "create public repositories", "my annual
+    leave" ~ "Your Annual Leave"); a whole term of function words is matched word for word."""
+    wanted = [t for t in tokens(term) if t.lower() not in STOPWORDS] or tokens(term)
+    needle = [stem(t) for t in wanted]
+    keep = set(t.lower() for t in wanted)
+    at = [k for k, (_a, _b, w) in enumerate(spans) if w.lower() not in STOPWORDS or w.lower() in keep]
+    have = [stem(spans[k][2]) for k in at]
     n = len(needle)
-    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+    return [
+        (at[i], at[i + n - 1])
+        for i in range(len(have) - n + 1) if n
+        if all(_same_word(have[i + m], needle[m]) for m in range(n))
+    ]  # fmt: skip
 
 
 def mentions_excluded(sentence: str, exclude: Sequence[str]) -> bool:
     """Whether the sentence names an excluded term (stemmed words in order: "publishers" ~ "publisher")."""
-    stems = [stem(t) for t in tokens(sentence)]
-    return any(_contains_seq(stems, [stem(t) for t in tokens(x)]) for x in exclude if tokens(x))
+    spans = token_spans(sentence)
+    return any(excluded_at(spans, x) for x in exclude if tokens(x))
 
 
 # Words before an excluded term that make it one item among others ("annual, award, and sick leave") or
@@ -511,14 +532,7 @@ def states_the_set_aside_case(sentence: str, exclude: Sequence[str]) -> bool:
     manager, type ..." for "I'm not using a password manager. Where should I save my key?"."""
     text = normalise_ws(sentence)
     spans = token_spans(text)
-    stems = [stem(w) for _a, _b, w in spans]
-    for x in exclude:
-        needle = [stem(t) for t in tokens(x)]
-        n = len(needle)
-        for i in range(len(stems) - n + 1) if n else ():
-            if stems[i : i + n] == needle and _NEGATED_BEFORE_RE.search(text[: spans[i][0]]):
-                return True
-    return False
+    return any(_NEGATED_BEFORE_RE.search(text[: spans[i][0]]) for x in exclude for i, _last in excluded_at(spans, x))
 
 
 def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
@@ -530,15 +544,10 @@ def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
     """
     text = normalise_ws(sentence)
     spans = token_spans(text)
-    stems = [stem(w) for _a, _b, w in spans]
     for x in exclude:
-        needle = [stem(t) for t in tokens(x)]
-        n = len(needle)
-        for i in range(len(stems) - n + 1) if n else ():
-            if stems[i : i + n] != needle:
-                continue
+        for i, last in excluded_at(spans, x):
             before = spans[i - 1][2].lower() if i else ""
-            after = text[spans[i + n - 1][1] :]
+            after = text[spans[last][1] :]
             coordinated = (
                 before in _SET_ASIDE_BEFORE
                 or (_COORDINATION_AFTER_RE.match(after) is not None and not _RELATIVE_AFTER_RE.match(after))
@@ -546,7 +555,7 @@ def excluded_sentence(sentence: str, exclude: Sequence[str]) -> bool:
                 or _BESIDE_BEFORE_RE.search(text[: spans[i][0]]) is not None
                 or _NEGATED_BEFORE_RE.search(text[: spans[i][0]]) is not None
             )
-            if not coordinated or len(stems) == n:
+            if not coordinated or (i == 0 and last == len(spans) - 1):
                 return True
     return False
 
@@ -564,10 +573,28 @@ _DATE_SHAPE_RE = re.compile(
 )
 
 
+# A sentence that states a rule: what one must, may or need not do ("You do not need approval to create public
+# repositories", "This notification is optional if you do not hold a clearance", "Users are prohibited from ...").
+_RULE_RE = re.compile(
+    r"\b(?:must|required|requires|optional|allowed|permitted|eligible|prohibited|need\s+to|needs\s+to|should)\b", re.I
+)
+# "Can I ...?", "Do I still have to ...?", "Am I allowed to ...?", "Is it OK to ...?": asks whether a rule allows it.
+# Not a bare "Can I get a monitor ...?": a request, answered by how to get one.
+_ASKS_RULE_RE = re.compile(
+    r"\s*(?:(?:can|may)\s+(?:i|we)\s+(?:still|just|even)|should\s+(?:i|we)|(?:do|does)\s+(?:i|we|anyone|my|our)\b"
+    r"(?:\s+\w+){0,3}?\s+(?:need|have|has)|(?:am\s+i|are\s+we)\s+(?:allowed|permitted|eligible|able|required|"
+    r"supposed)|is\s+it\s+(?:ok|okay|fine|alright|allowed|possible))\b",
+    re.I,
+)
+
+
 def states_shape(kind: str, text: str) -> bool:
-    """Whether the sentence states the kind of value asked: an amount ("number") or a date ("date")."""
+    """Whether the sentence states the kind of value asked: an amount ("number"), a date ("date") or a rule
+    ("rule")."""
     if kind == "number":
         return re.search(r"\d", _DATE_LIKE_RE.sub(" ", text)) is not None
+    if kind == "rule":
+        return states_negation(text) or _RULE_RE.search(text) is not None
     return kind == "date" and _DATE_SHAPE_RE.search(text) is not None
 
 
@@ -583,6 +610,8 @@ def _asked_shape(query: str) -> str:
         return "name"  # "Which password manager does TTS recommend?", not "Which was larger: ..."
     if re.match(r"\s*who\s+(?:is|was|are|were)\s+(?:the|our|my|their)\b", q):
         return "name"  # "Who is the director of TTS Outreach?": answered by a name
+    if _ASKS_RULE_RE.match(asked_sentence(asked_clause(query))):
+        return "rule"  # "Do I still have to notify GSA?": answered by what a rule requires, allows or forbids
     return ""
 
 

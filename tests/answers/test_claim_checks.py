@@ -416,3 +416,37 @@ def test_an_abbreviated_line_item_is_read_as_the_filing_spells_it() -> None:
     assert content_stems("R&D expense") == content_stems("Research and development expense")
     assert content_stems("SG&A") == content_stems("selling, general and administrative")
     assert "r" not in content_stems("Intel's R&D as a % of revenue")
+
+
+def test_a_hyphenated_word_and_the_pages_own_verb_address_what_is_asked() -> None:
+    # "(cash or time-off)" says "time"; "make a selection" is choosing; "between" asks about nothing.
+    question = "What's the deadline to choose between cash and time off for my end-of-year award?"
+    answer = ("If you are eligible for an end-of-year individual performance award (cash or time-off), please make a "
+              "selection no later than November 15th.")  # fmt: skip
+    assert not [r for r in _reasons(question, answer) if r.startswith("not_relevant")]
+    assert "not_relevant:attribute_not_addressed" in _reasons(
+        question, "The Time Off Award is recorded in HR Links after the review."
+    )
+
+
+def test_a_name_is_named_by_longer_forms_of_its_words_but_not_by_other_words() -> None:
+    from answers.verification import names_phrase
+
+    passage = "You can receive 15 Military Leave days each year for duty in the National Guard or as a Reservist."
+    assert names_phrase("Guard and Reserve", passage)
+    assert not names_phrase("Guard and Reserve", "You can receive 15 Military Leave days for active duty.")
+
+
+def test_the_askers_own_verbs_are_not_what_a_question_asks_about() -> None:
+    from answers.lexicon import question_form_stems
+
+    form = question_form_stems("How long until I get an actual decision, if I ask for an accommodation?")
+    assert {"long", "actual", "ask"} <= form
+    assert question_form_stems("Employees get an actual decision when they ask.") == frozenset()
+
+
+def test_everyday_verbs_are_read_as_the_policy_page_words_them() -> None:
+    # "Can I just remove the message?" is answered by "Users are prohibited from deleting messages."
+    question = "How long do I have to remove a posted message?"
+    assert "not_relevant:attribute_not_addressed" not in _reasons(question, "You can delete a message for 5 minutes.")
+    assert "not_relevant:attribute_not_addressed" in _reasons(question, "You can pin a message for 5 minutes.")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from answers.abstention import evidence_strength, question_form_stems, states_the_askers_case
+from answers.abstention import evidence_strength, states_the_askers_case
+from answers.lexicon import question_form_stems
 from answers.planning import plan_question
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -284,8 +284,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "9"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "9")
+    assert writer_release() == {"name": "extractive", "version": "10"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "10")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -1030,3 +1030,29 @@ def test_what_the_asker_already_knows_or_sets_aside_is_not_the_negation_asked() 
     assert states_negation("No approval is needed to archive a repository.")
     assert states_negation("Laundry may only be reimbursable if travel involves at least 4 consecutive nights.")
     assert not states_negation("Your Annual Leave will be paid out.")
+
+
+def test_an_excluded_term_is_found_in_other_words_for_the_same_thing() -> None:
+    from answers.writers.extractive import excluded_sentence, mentions_excluded
+
+    # "Other than creating a public repo, ...": the page's "create public repositories" is the case set aside.
+    assert excluded_sentence("You do not need approval to create public repositories.", ["creating a public repo"])
+    # "Apart from my annual leave, ...": "Your Annual Leave" is the asker's.
+    assert excluded_sentence("Your Annual Leave will be paid out.", ["my annual leave"])
+    assert not excluded_sentence("Your Sick Leave will not be paid out.", ["my annual leave"])
+    assert not mentions_excluded("Publication of the report is due in May.", ["public repo"])
+
+
+def test_a_may_i_question_is_answered_first_by_the_rule_not_by_a_description() -> None:
+    evidence = [
+        make_evidence("E1", "Staff notify GSA about a personal trip abroad through the travel form."),
+        make_evidence("E2", "Notifying GSA of a personal trip abroad is optional without a clearance."),
+    ]
+    plan = make_plan("Do I still have to notify GSA before a personal trip abroad?")
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, evidence)]
+
+    assert texts[0] == "Notifying GSA of a personal trip abroad is optional without a clearance."
+    # Asked what, not whether, the description leads.
+    plan = make_plan("How do I notify GSA about a personal trip abroad?")
+    assert ExtractiveWriter().write(plan, evidence)[0].text.startswith("Staff notify GSA")

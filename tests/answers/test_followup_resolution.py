@@ -195,3 +195,13 @@ def test_how_does_that_compare_points_back_however_much_it_names_of_its_own() ->
         "How does that compare with NVIDIA's in its quarter ended July 30, 2023: What was Apple's net income in the "
         "quarter ended July 1, 2023?"
     )
+
+
+def test_a_question_led_by_and_is_asked_as_its_own_question_about_the_last_one() -> None:
+    base = "If I ask for a workplace accommodation, how soon should someone confirm they got my request?"
+    r = resolve_followup(after(base), "And how long until I get an actual decision?")
+    assert r.method == "anaphora"
+    assert r.question == f"How long until I get an actual decision: {base}"
+    assert asked_clause(r.question) == "How long until I get an actual decision"
+    # A scope still refills the last question's slot.
+    assert resolve_followup(after("What was Apple's revenue in Q2 2023?"), "And in Q3 2023?").method == "scope_swap"

@@ -616,3 +616,9 @@ def test_a_query_of_exactly_the_maximum_length_is_accepted() -> None:
 
 def test_tab_and_newline_are_allowed_control_characters() -> None:
     assert parse("a\tb\nc").text == "a b c"
+
+
+def test_an_article_does_not_cut_an_excluded_phrase_short() -> None:
+    parsed = parse("Other than creating a public repo, what can I do in GitHub without approval?")
+
+    assert "creating a public repo" in parsed.exclude
