@@ -386,7 +386,12 @@ def asked_clause(question: str) -> str:
     return question
 
 
-_SENTENCE_END_RE = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
+# A question word after a sentence's end starts the next one in lower case too: the parser takes an exclusion out
+# ("I'm leaving federal service. Apart from my annual leave, do any ...?" reads "... service., do any ...?").
+_SENTENCE_END_RE = re.compile(
+    r"(?<=[.?!])[,;]?\s+(?=[A-Z\"'(]|(?:how|what|when|where|which|who|why|can|could|do|does|did|is|are|should|will|would|"
+    r"may|must|am)\b)"
+)
 # "After I update it in HR Links, how long ...": a leading clause that says when, not what is asked.
 _LEADING_CONDITION_RE = re.compile(
     r"^(?:after|before|once|when|whenever|if|since|because|now\s+that|while)\b[^,?]{3,100},\s*(?=\w)", re.I
