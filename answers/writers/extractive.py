@@ -490,7 +490,7 @@ def excluded_at(spans: Sequence[tuple[int, int, str]], term: str) -> list[tuple[
     leave" ~ "Your Annual Leave"); a whole term of function words is matched word for word."""
     wanted = [t for t in tokens(term) if t.lower() not in STOPWORDS] or tokens(term)
     needle = [stem(t) for t in wanted]
-    keep = set(t.lower() for t in wanted)
+    keep = {t.lower() for t in wanted}
     at = [k for k, (_a, _b, w) in enumerate(spans) if w.lower() not in STOPWORDS or w.lower() in keep]
     have = [stem(spans[k][2]) for k in at]
     n = len(needle)
@@ -578,8 +578,8 @@ _DATE_SHAPE_RE = re.compile(
 _RULE_RE = re.compile(
     r"\b(?:must|required|requires|optional|allowed|permitted|eligible|prohibited|need\s+to|needs\s+to|should)\b", re.I
 )
-# "Can I ...?", "Do I still have to ...?", "Am I allowed to ...?", "Is it OK to ...?": asks whether a rule allows it.
-# Not a bare "Can I get a monitor ...?": a request, answered by how to get one.
+# "Do I still have to ...?", "Am I allowed to ...?", "Is it OK to ...?", "Can I still ...?", "Should I ...?": asks
+# whether a rule allows it. Not a bare "Can I get a monitor ...?": a request, answered by how to get one.
 _ASKS_RULE_RE = re.compile(
     r"\s*(?:(?:can|may)\s+(?:i|we)\s+(?:still|just|even)|should\s+(?:i|we)|(?:do|does)\s+(?:i|we|anyone|my|our)\b"
     r"(?:\s+\w+){0,3}?\s+(?:need|have|has)|(?:am\s+i|are\s+we)\s+(?:allowed|permitted|eligible|able|required|"
