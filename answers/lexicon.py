@@ -339,12 +339,10 @@ def weigh_earlier_turns(question: str, idf: dict[str, float]) -> dict[str, float
     extractive writer and evidence selection weigh a question's terms this way."""
     last = asked_clause(question)
     if last == question:
-        # The asker's situation before the question ("My partner and I are going through a rough patch. How many
-        # free counseling sessions can we get through the EAP?") weighs like an earlier turn, as in the
-        # weak-evidence rule (answers/abstention.evidence_strength): the answer states what is asked.
-        last = asked_sentence(question)
-        if last == question:
-            return idf
+        # Not the asker's situation before the question: it often names the topic ("If I've already gotten this
+        # month's subsidy, do I have to pay any of it back?"), and weighed down it let sentences about paying
+        # anything back answer (docs/evaluation.md, twentieth round).
+        return idf
     latest = set(content_stems(last))
     scale = earlier_turn_scale(
         [w for t, w in idf.items() if t in latest], [w for t, w in idf.items() if t not in latest]

@@ -51,8 +51,7 @@ WRITER_NAME = "extractive"
 #    which case ("When am I not allowed to …?") wants no date
 # 9: a question word's contraction ("What's", "that's") is not a content word (answers/lexicon.STOPWORDS)
 # 10: a whether-a-rule-allows-it question ("Do I still have to …?") prefers a sentence that states a rule; an
-#     excluded term is found by its content words ("creating a public repo" ~ "create public repositories"); the
-#     asker's situation before the question weighs like an earlier turn
+#     excluded term is found by its content words ("creating a public repo" ~ "create public repositories")
 WRITER_VERSION = "10"
 
 

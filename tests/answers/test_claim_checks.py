@@ -452,13 +452,14 @@ def test_everyday_verbs_are_read_as_the_policy_page_words_them() -> None:
     assert "not_relevant:attribute_not_addressed" in _reasons(question, "You can pin a message for 5 minutes.")
 
 
-def test_the_askers_situation_is_set_aside_when_the_parser_took_an_exclusion_out_of_the_question() -> None:
+def test_the_asked_sentence_starts_at_a_lower_case_question_word_the_parser_left_after_an_exclusion() -> None:
     from answers.lexicon import asked_sentence, content_stems, weigh_earlier_turns
 
     # "I'm leaving federal service. Apart from my annual leave, do any of my other leave balances get paid out?"
     parsed = "I'm leaving federal service., do any of my other leave balances get paid out?"
     assert asked_sentence(parsed) == "do any of my other leave balances get paid out?"
     assert asked_sentence("Use the U.S. mail. e.g. a letter works.") == "Use the U.S. mail. e.g. a letter works."
+    # The writer does not weigh the situation down: "If I've already gotten this month's subsidy, ..." names the
+    # topic, and without it any sentence about paying something back answered (twentieth round, probes_r20).
     idf = dict.fromkeys(content_stems(parsed), 1.0)
-    weighed = weigh_earlier_turns(parsed, idf)
-    assert weighed["paid"] == 1.0 and weighed["federal"] < 1.0  # the situation weighs like an earlier turn
+    assert weigh_earlier_turns(parsed, idf) == idf
