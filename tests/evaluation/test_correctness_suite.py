@@ -158,18 +158,17 @@ def test_the_seventeenth_rounds_probes_quote_their_pages_and_say_why_the_unanswe
         _quotes_its_pages(probe, turn, pages, facts=True)
 
 
-def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
-    # Written from the handbook pages only and measured before and after the round's change, before any of their
-    # failures was read (docs/evaluation.md, eighteenth round):
-    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r18.jsonl`.
-    probes = correctness.load_items(correctness.DATA.parent / "probes_r18.jsonl")
-    assert Counter(p["category"] for p in probes) == {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}
-    assert len(probes) == 40 and sum(len(p["turns"]) for p in probes) == 52
+def _check_handbook_probes(name: str, categories: dict[str, int], turns: int, prefix: str) -> None:
+    """A handbook probe set: its category counts and turns, ids apart from the labelled set's, the second turns of
+    ``<prefix>-fu-09`` to ``-12`` unanswerable, every quote in its page and (multi-hop aside) every fact in them."""
+    probes = correctness.load_items(correctness.DATA.parent / name)
+    assert Counter(p["category"] for p in probes) == categories
+    assert len(probes) == sum(categories.values()) and sum(len(p["turns"]) for p in probes) == turns
     assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
     pages = _handbook_pages()
     unanswerable = [p["id"] for p in probes if p["category"] == "follow_up"
                     and cs.turn_expect(p, p["turns"][1]) == "abstain"]  # fmt: skip
-    assert unanswerable == [f"probe18-fu-{n:02d}" for n in range(9, 13)]
+    assert unanswerable == [f"{prefix}-fu-{n:02d}" for n in range(9, 13)]
     for probe in probes:
         assert probe["user"] == "alice" and probe["split"] == "dev", probe["id"]
         for turn in probe["turns"]:
@@ -181,26 +180,20 @@ def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversatio
             _quotes_its_pages(probe, turn, pages, facts=probe["category"] != "multi_hop")
 
 
+def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
+    # Written from the handbook pages only and measured before and after the round's change, before any of their
+    # failures was read (docs/evaluation.md, eighteenth round):
+    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r18.jsonl`.
+    categories = {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}
+    _check_handbook_probes("probes_r18.jsonl", categories, 52, "probe18")
+
+
 def test_the_twentieth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
     # Written from the handbook pages only, and measured before the round's changes and after them, before any of
     # their failures was read (docs/evaluation.md, twentieth round):
     # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r20.jsonl`.
-    probes = correctness.load_items(correctness.DATA.parent / "probes_r20.jsonl")
-    assert Counter(p["category"] for p in probes) == {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
-    assert len(probes) == 40 and sum(len(p["turns"]) for p in probes) == 52
-    assert not {p["id"] for p in probes} & {i["id"] for i in ITEMS}
-    pages = _handbook_pages()
-    unanswerable = [p["id"] for p in probes if p["category"] == "follow_up"
-                    and cs.turn_expect(p, p["turns"][1]) == "abstain"]  # fmt: skip
-    assert unanswerable == [f"probe20-fu-{n:02d}" for n in range(9, 13)]
-    for probe in probes:
-        assert probe["user"] == "alice" and probe["split"] == "dev", probe["id"]
-        for turn in probe["turns"]:
-            if cs.turn_expect(probe, turn) == "abstain":
-                assert not turn["facts"] and not turn["passages"] and turn["why_unanswerable"], probe["id"]
-                continue
-            assert turn["facts"], probe["id"]
-            _quotes_its_pages(probe, turn, pages, facts=probe["category"] != "multi_hop")
+    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
+    _check_handbook_probes("probes_r20.jsonl", categories, 52, "probe20")
 
 
 def test_the_nineteenth_rounds_filing_probes_cite_the_filings_and_state_each_figure_in_its_quote() -> None:
