@@ -602,6 +602,12 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
 }
 
 
+def is_longer_form(have: str, want: str) -> bool:
+    """Whether the stem ``have`` is a longer form of the stem ``want`` ("reservist" of "reserv"); from five letters
+    on, so that a short stem ("repo", "pay") is not read into other words ("report", "payroll")."""
+    return len(want) >= 5 and have.startswith(want)
+
+
 def attribute_synonyms(term_stem: str) -> frozenset[str]:
     """The stems sources use for an asked attribute ("revenue" -> "sales", "net")."""
     return _ATTRIBUTE_SYNONYMS.get(term_stem, frozenset())

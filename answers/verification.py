@@ -29,6 +29,7 @@ from answers.lexicon import (
     content_stems,
     content_stems_with_parts,
     identifier_spans,
+    is_longer_form,
     is_number,
     normalise_ws,
     question_form_stems,
@@ -359,7 +360,7 @@ def names_phrase(phrase: str, text: str, titles: str = "", seen: set[str] | None
         seen = set(content_stems(f"{text} {titles}"))
     if not words or words <= seen:
         return True
-    if all(w in seen or (len(w) >= 5 and any(s.startswith(w) for s in seen)) for w in words):
+    if all(w in seen or any(is_longer_form(s, w) for s in seen) for w in words):
         return True  # "the National Guard or as a Reservist" names "Guard and Reserve"
     initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
     if len(initials) >= 2 and re.search(rf"\b{initials}\b", text) is not None:

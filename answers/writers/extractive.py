@@ -30,6 +30,7 @@ from answers.lexicon import (
     attribute_synonyms,
     content_stems,
     content_stems_with_parts,
+    is_longer_form,
     normalise_ws,
     says_sales,
     states_negation,
@@ -480,7 +481,7 @@ def unfit_reason(sentence: str) -> str | None:
 
 def _same_word(have: str, want: str) -> bool:
     """Stems of one word: equal, a word people use for it ("repo" ~ "repositori"), or a longer form of it."""
-    return have == want or have in attribute_synonyms(want) or (len(want) >= 5 and have.startswith(want))
+    return have == want or have in attribute_synonyms(want) or is_longer_form(have, want)
 
 
 def excluded_at(spans: Sequence[tuple[int, int, str]], term: str) -> list[tuple[int, int]]:
@@ -598,8 +599,10 @@ def states_shape(kind: str, text: str) -> bool:
 
 
 def _asked_shape(query: str) -> str:
-    """What kind of value answers the question: "number" (how much/many/long), "date" (when), or ""."""
-    q = asked_clause(query).lower()
+    """What kind of value answers the question: "number" (how much/many/long), "date" (when), "name" (which X,
+    who is the head of), "rule" (whether a rule allows it), or ""."""
+    clause = asked_clause(query)
+    q = clause.lower()
     if re.search(r"\bhow (?:much|many|long|often|large|big)\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
                  r"amount|number|total|cost|rate|percentage)\b", q):  # fmt: skip
         return "number"
@@ -609,7 +612,7 @@ def _asked_shape(query: str) -> str:
         return "name"  # "Which password manager does TTS recommend?", not "Which was larger: ..."
     if re.match(r"\s*who\s+(?:is|was|are|were)\s+(?:the|our|my|their)\b", q):
         return "name"  # "Who is the director of TTS Outreach?": answered by a name
-    if _ASKS_RULE_RE.match(asked_sentence(asked_clause(query))):
+    if _ASKS_RULE_RE.match(asked_sentence(clause)):
         return "rule"  # "Do I still have to notify GSA?": answered by what a rule requires, allows or forbids
     return ""
 
