@@ -277,7 +277,9 @@ LOGGING: dict[str, Any] = {
         }
     },  # fmt: skip
     "root": {"handlers": ["console"], "level": env_str("CAIRN_LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # markdown-it-py logs every block rule it tries at DEBUG (~1,100 records per handbook page); whenever the root
+    # is lowered (the test suite's secret canary) each record went through the redaction filter: 19 s of a demo load.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "markdown_it": {"level": "WARNING"}},
 }
 # Optional log file per process ("{pid}" is replaced): the test suite points every web/worker subprocess
 # here so its secret-canary scan (tests/security/secret_canary.py) reads their logs; operators may use it too.
