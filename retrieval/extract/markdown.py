@@ -28,17 +28,25 @@ _LIQUID_SLACK = re.compile(r"\{%-?\s*slack_channel\s+[\"']([^\"']+)[\"'][^%]*?-?
 _LIQUID_TAG = re.compile(r"\{%.*?%\}", re.DOTALL)
 
 
+# "[travel-guide-3]: {% page "/travel-and-leave/…/" %}": a reference definition whose target is a Liquid tag.  Its
+# target must stay a destination ("<>", empty), or the definition is no longer one and every "[text][travel-guide-3]"
+# that uses it stays literal brackets in the text.
+_LIQUID_REFERENCE = re.compile(r"(?m)^( {0,3}\[[^\]\n]+\]:)[ \t]*\{%.*?%\}[ \t]*$")
+
+
 _LIQUID_OUTPUT = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 
 
 def strip_liquid(text: str) -> str:
     """Remove Liquid/Jekyll tags (``{% page "…" %}``, ``{% include … %}``, ``{{ var }}``).
 
-    ``[text]({% page "/x/" %})`` keeps its link text (the target becomes empty), a
+    ``[text]({% page "/x/" %})`` and ``[text][ref]`` with ``[ref]: {% page "/x/" %}`` keep their link text (the
+    target becomes empty), a
     ``{% slack_channel "name" %}`` becomes ``#name``, ``{% comment %}…{% endcomment %}`` goes entirely.
     """
     text = _LIQUID_COMMENT.sub("", text)
     text = _LIQUID_SLACK.sub(lambda m: "#" + m.group(1).lstrip("#"), text)
+    text = _LIQUID_REFERENCE.sub(r"\1 <>", text)
     text = _LIQUID_TAG.sub("", text)
     return _LIQUID_OUTPUT.sub("", text)
 

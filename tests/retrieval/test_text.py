@@ -9,6 +9,7 @@ import pytest
 from retrieval import extract as text_module
 from retrieval.extract import (
     MAX_TEXT_CHARS,
+    MEDIA_MARKDOWN,
     ExtractedText,
     ExtractionError,
     Heading,
@@ -148,6 +149,14 @@ def test_liquid_tags_are_removed_but_link_text_and_channel_names_stay() -> None:
     assert strip_liquid('[the lead]({% page "/x/" %})') == "[the lead]()"
     assert strip_liquid('in {% slack_channel "acquisitions" "Acquisitions chapter" %} now') == "in #acquisitions now"
     assert strip_liquid("a {% comment %}secret{% endcomment %}b {{ page.title }}") == "a b "
+
+
+def test_a_reference_link_to_a_liquid_page_keeps_its_text_and_loses_its_brackets_and_definition() -> None:
+    raw = (
+        "Keep [travel card rules][guide-3] as you travel.\n\n"
+        '[guide-3]: {% page "/travel-and-leave/travel-guide-3-travel/" %}\n'
+    )
+    assert extract_text(raw.encode(), MEDIA_MARKDOWN).text == "Keep travel card rules as you travel."
 
 
 def test_titles_are_cleaned_of_tags_entities_and_emphasis() -> None:

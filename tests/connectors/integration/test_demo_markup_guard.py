@@ -27,6 +27,7 @@ MARKUP = {
     "emphasis": re.compile(r"(?:^|[\s(\[])\*\*[^\s*]"),
     "liquid": re.compile(r"\{%|%\}"),
     "markdown link": re.compile(r"\]\("),
+    "reference link": re.compile(r"\]\[[^\]\n]+\]"),
     "table pipe": re.compile(r"(?m)^\s*\||\|\s*$|\|\s*-{3}"),
     "html tag": HTML_TAG,
     "entity": re.compile(r"&(?:amp|lt|gt|quot|nbsp|#\d+);"),
