@@ -60,10 +60,16 @@ def _markdown_parser() -> Any:
     return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
 
+# kramdown's header IDs and attribute lists ("## Set up {#set-up-phase-of-engagements}", "{: .usa-button}"): Jekyll
+# reads them as attributes, CommonMark leaves them in the text (and in the heading a sentence is cited under).
+_KRAMDOWN_ATTRIBUTES = re.compile(r"(?m)[ \t]*\{(?:#{1,2}[^\s{}]+|:[^{}\n]*)\}[ \t]*$")
+
+
 def render_markdown(text: str) -> str:
-    """Markdown (front matter and Liquid tags removed) to HTML, with a maintained CommonMark parser."""
+    """Markdown (front matter, Liquid tags and kramdown attributes removed) to HTML, with a maintained CommonMark
+    parser."""
     text = _FRONT_MATTER.sub("", text.replace("\r\n", "\n").replace("\r", "\n"), count=1)
-    return str(_markdown_parser().render(strip_liquid(text)))
+    return str(_markdown_parser().render(_KRAMDOWN_ATTRIBUTES.sub("", strip_liquid(text))))
 
 
 def _markdown_blocks(text: str) -> list[_Block]:

@@ -159,6 +159,12 @@ def test_a_reference_link_to_a_liquid_page_keeps_its_text_and_loses_its_brackets
     assert extract_text(raw.encode(), MEDIA_MARKDOWN).text == "Keep travel card rules as you travel."
 
 
+def test_kramdown_header_ids_and_attribute_lists_leave_the_heading_text_alone() -> None:
+    raw = "## Set up {#set-up-phase-of-engagements}\n\nStart here.\n\n[Apply](/apply)\n{: .usa-button}\n"
+    text = extract_text(raw.encode(), MEDIA_MARKDOWN).text
+    assert text == "Set up\n\nStart here.\n\nApply"
+
+
 def test_titles_are_cleaned_of_tags_entities_and_emphasis() -> None:
     assert clean_title("Get set up to travel for TTS <em>before</em> GSA onboarding") == (
         "Get set up to travel for TTS before GSA onboarding"

@@ -28,6 +28,7 @@ MARKUP = {
     "liquid": re.compile(r"\{%|%\}"),
     "markdown link": re.compile(r"\]\("),
     "reference link": re.compile(r"\]\[[^\]\n]+\]"),
+    "kramdown attribute": re.compile(r"\{#{1,2}[\w(-]|\{:"),
     "table pipe": re.compile(r"(?m)^\s*\||\|\s*$|\|\s*-{3}"),
     "html tag": HTML_TAG,
     "entity": re.compile(r"&(?:amp|lt|gt|quot|nbsp|#\d+);"),
