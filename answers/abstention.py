@@ -49,7 +49,8 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
     form = question_form_stems(plan.original)
     text = plan.parsed.text or plan.original
     last = asked_clause(text)
-    if last == text:
+    situation = last == text  # a first question: what comes before its asked sentence is the asker's situation
+    if situation:
         # The asker's situation before the question ("We're building a product whose authority to operate will
         # come from a partner agency. Who do we go to for the privacy threshold analysis?") weighs like a
         # follow-up's earlier question: a quote answers what is asked with few of its words.
@@ -64,6 +65,13 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
     if not groups or not quotes:
         return 0.0
     stems = [set(content_stems(q)) | bound for q in quotes]
+    asked = [g for i, g in enumerate(groups) if i not in earlier]
+    # Two asked words at least: one word is often said otherwise ("What am I allowed to approve?": "deny that").
+    if situation and earlier and len(asked) >= 2 and not any(g & have for have in stems for g in asked):
+        # Quotes that cover only the asker's situation ("If someone I refer ends up getting hired, do I get any kind
+        # of bonus for it?" met by "Refer to Hire NTE Dt") answer none of what is asked.  A follow-up's quote may
+        # answer what "it" is with the earlier question's words alone (below), so this is for first questions.
+        return 0.0
     strength = max(sum(1 for g in groups if g & have) / len(groups) for have in stems)
     if earlier:
         # A resolved follow-up's earlier question only says what "that" is (answers/lexicon.asked_clause):

@@ -162,6 +162,9 @@ class EvidenceRecord:
     hop: str = ""  # the hop that retrieved it (multi-hop plans)
     flags: tuple[str, ...] = ()  # e.g. "instructions_removed" when injected instructions were cut
     about: dict[str, Any] = field(default_factory=dict)  # Document.about: entity, reporting period
+    # The section headings the passage sits under in its chunk ("Administrative Leave / Voting and poll
+    # volunteering"): they say what a sentence is about when the window starts below them.
+    heading: str = ""
 
 
 @dataclass(frozen=True)

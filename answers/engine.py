@@ -413,7 +413,7 @@ def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord], plan:
     out = []
     for c in outcome.draft.citations:
         rec = by_id.get(c.evidence_id)
-        context = [rec.title, *_headings_above(rec.text, c.quote)] if rec is not None else []
+        context = [rec.title, rec.heading, *_headings_above(rec.text, c.quote)] if rec is not None else []
         if rec is not None:
             context += [n for n in names if names_phrase(n, rec.text, rec.title)]
         out.append("\n".join([c.quote, *context]))

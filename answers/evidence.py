@@ -235,6 +235,14 @@ def _document_offsets(chunk: RankedChunk, doc_text: str | None, start: int, end:
     return found, found + len(passage)
 
 
+def _headings_over(chunk: RankedChunk, start: int) -> str:
+    """The chunk's heading and the nearest heading line above ``start`` in its text (the window may begin under
+    it): "You can receive up to 4 hours for each election event" is about "Voting and poll volunteering"."""
+    above = [line.strip() for line in chunk.text[:start].split("\n") if line.strip()]
+    nearest = next((line for line in reversed(above) if is_heading(line)), "")
+    return " / ".join(dict.fromkeys(h for h in (chunk.heading.strip(), nearest) if h))
+
+
 def _record(chunk: RankedChunk, start: int, end: int, doc_text: str | None, tier_names: dict[int, str],
             score: float, *, hop: str = "", flags: tuple[str, ...] = ()) -> EvidenceRecord:  # fmt: skip
     """The passage ``chunk.text[start:end]`` as evidence, with its offsets in the document's text."""
@@ -262,6 +270,7 @@ def _record(chunk: RankedChunk, start: int, end: int, doc_text: str | None, tier
         },
         authority=tier_names.get(chunk.authority_tier, f"tier {chunk.authority_tier}"),
         hop=hop,
+        heading=_headings_over(chunk, start),
         flags=flags,
         about=dict(getattr(chunk, "about", {}) or {}),
     )

@@ -274,6 +274,9 @@ _SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+# A stem left as one short syllable ending in a consonant lost a silent "e" ("vot", "mak", "us"), as in Porter's
+# step 1b; "w", "x" and "y" end no such syllable ("fix", "play").
+_SHORT_SYLLABLE_RE = re.compile(r"[^aeiou][aeiou][^aeiouwxy]|[aeiou][^aeiouwxy]")
 _IRREGULAR_PLURALS = {"lives": "life", "wives": "wife", "knives": "knife", "halves": "half", "shelves": "shelf"}
 
 
@@ -296,6 +299,8 @@ def stem(word: str) -> str:
         if suffix == "es" and not w.endswith(("sses", "xes", "zes", "ches", "shes")):
             continue  # "fares", "notes", "names" lose only their "s", as "fare", "note", "name" keep theirs
         cand = w[: -len(suffix)] + repl
+        if suffix in ("ing", "ed") and _SHORT_SYLLABLE_RE.fullmatch(cand):
+            cand += "e"  # "voting" -> "vote", "using" -> "use": the base "vote" keeps its "e" (four letters)
         if len(cand) >= 3:
             w = cand
             break
@@ -457,7 +462,10 @@ def identifier_spans(text: str) -> list[tuple[int, str]]:
     out = []
     for m in _IDENTIFIER_RE.finditer(text):
         word = m.group()
-        if "_" in word or not any(p in _COMPOUND_PARTS or p.isdigit() for p in re.split(r"[-_]", word)):
+        parts = re.split(r"[-_]", word)
+        # "note-taking", "decision-making", "record-keeping": a noun and a gerund are an English compound.
+        gerund = "-" in word and len(parts) == 2 and parts[1].endswith("ing") and len(parts[1]) > 5
+        if "_" in word or not (gerund or any(p in _COMPOUND_PARTS or p.isdigit() for p in parts)):
             out.append((m.start(), word))
     return out
 
@@ -624,6 +632,13 @@ _WHEN_CASE_RE = re.compile(
 
 
 # "What's the deadline to choose ...?": asks for a date, and its "deadline" is the question's form.
+# "Is that OK …?", "Is a holiday not allowed as the last day?", "Am I allowed to …?": asks whether a rule permits
+# it, and a rule answers ("Your last day at TTS cannot be a federal holiday"), rarely with the word asked.
+ASKS_PERMISSION_RE = re.compile(
+    r"\b(?:is|are|am|be|isn['’]t|aren['’]t)\b(?:\s+[\w'’]+){0,3}?\s+(ok|okay|fine|acceptable|allowed|permitted)\b"
+    r"(?=\s*(?:[,.;?!]|$|(?:to|as|for|if|when|in|on|or|during|while|before|after)\b))",
+    re.I,
+)
 ASKS_DEADLINE_RE = re.compile(r"\bwhat(?:['’]s|\s+is|\s+was|\s+are)\s+the\s+(deadlines?|due\s+dates?)\b", re.I)
 
 
@@ -651,9 +666,12 @@ def question_form_stems(text: str) -> frozenset[str]:
     if not _QUESTION_RE.search(text):
         return frozenset()
     after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
+    # "How much (paid) time off …?" asks how long, and a duration answers it ("up to 4 hours").
+    after_how += re.findall(r"\bhow\s+much\s+(?:[a-z]+\s+)?(time)\b", text, re.I)
     # "What's the deadline to choose ...?" is answered by a date ("no later than November 15th"), not the word.
     asked_date = ASKS_DEADLINE_RE.findall(text)
-    return frozenset(content_stems(" ".join(after_how + asked_date))) | _PLACEHOLDERS
+    asked_permission = ASKS_PERMISSION_RE.findall(text)
+    return frozenset(content_stems(" ".join(after_how + asked_date + asked_permission))) | _PLACEHOLDERS
 
 
 # "Which of my leave balances won't be paid out?", "What can't I do …?", "Who isn't eligible …?": the predicate asked

@@ -59,7 +59,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 # 6: a source about either of two named companies may answer (answers/scoping._allowed).
 # 7: the asked attribute leaves out the question's form ("how long", "what's the deadline") and the asker's own
 #    words; a hyphenated word's parts and a name's longer forms ("Reservist" for "Reserve") count as said.
-VERIFIER_VERSION = "7"
+# 8: the headings a passage sits under count as said (not for names); a name in a first question's situation is not
+#    demanded; a product may be named anywhere in the cited passage; "what percentage of" needs a number; whether a
+#    rule allows it ("Is that OK …?") and "how much time" are the question's form.
+VERIFIER_VERSION = "8"
 
 
 def verifier_release() -> dict[str, str]:
@@ -111,7 +114,7 @@ _NOT_ATTRIBUTE = frozenset(
         "tell me us my our i you your we latest newest recent most current last previous prior preceding "
         "quarter quarters quarterly year years fiscal fy annual period report reported reports filing filings "
         "company company's compare compared comparison versus vs change changed q1 q2 q3 q4 first second third "
-        "fourth 10-q 10-k form please there any given need needs needed before use using "
+        "fourth 10-q 10-k form please there any given need needs needed before use using go goes going went "
     # "How big was it? I need this year's number, not the Q1 2022 one": words for the figure asked, not
     # what it is a figure of.
     "number numbers figure figures one ones big large size "
@@ -122,7 +125,9 @@ _NOT_ATTRIBUTE = frozenset(
 
 
 _HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
-                          r"(?:amount|number|total|percentage|value)\b", re.I)  # fmt: skip
+                          r"(?:amount|number|total|percentage|value)\b"
+                          # "What percentage of my salary comes out of each paycheck ...?"
+                          r"|\bwhat\s+(?:percentage|percent|share|portion)\s+of\b", re.I)  # fmt: skip
 
 
 _WHEN_RE = re.compile(r"^\s*when\b|\bwhat\s+(?:date|day|year|month)\b|\bby\s+when\b", re.I)
@@ -416,6 +421,13 @@ def titles_of(cited: Sequence[tuple[EvidenceRecord, str]]) -> str:
     return " ".join(ev.title for ev, _q in cited)
 
 
+def headings_of(cited: Sequence[tuple[EvidenceRecord, str]]) -> str:
+    """The headings the cited passages sit under: they say what a sentence is about ("Voting and poll
+    volunteering"), but not which named thing ("TTS" in one heading and "Outreach" in a sentence name no
+    "TTS Outreach")."""
+    return " ".join(ev.heading for ev, _q in cited)
+
+
 def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str]], plan: QueryPlan) -> list[str]:
     """Why a claim does not answer *this* question (empty when it does).
 
@@ -452,19 +464,23 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         if plan.period_scope and entity and period_end and period_end not in plan.period_scope:
             reasons.append(f"wrong_period:{ev.id}")
     said = " ".join([claim_text, *(q for _e, q in cited)])
+    # The passage a claim is cut from says what it is about: "Log in to HR Links; ...; Wait up to 5 business days
+    # for the changes to take effect."; "... activating your iPhone. / Rules / Change the phone's passcode. It must
+    # be longer than 14 characters ...".
+    said_around = " ".join([said, *(ev.text for ev, _q in cited), titles_of(cited)])
     _companies, products = bound_entities(plan.parsed)
     for product in products:
-        if not mentions(said, product):
+        if not mentions(said_around, product):
             reasons.append(f"product_not_mentioned:{product}")
     named_words: set[str] = set()  # the words of the names the passage was checked to name
     if cited:
-        # The passage a claim is cut from says what it is about: "Log in to HR Links; ...; Wait up to 5
-        # business days for the changes to take effect."
-        said_around = " ".join([said, *(ev.text for ev, _q in cited)])
-        seen = set(content_stems(said_around + " " + titles_of(cited)))
+        seen = set(content_stems(said_around))
         # The question asked last: in a resolved follow-up the earlier one only says what "that" is, and the
         # answer it got (not the names it used) is what "that" stands for.
-        for phrase in named_phrases(asked_clause(plan.parsed.original)):
+        # Of a first question, what it asks: a name in the asker's situation ("make Labor Day my official last
+        # day. Is that OK, or is a holiday not allowed as the last day?") is their case, which a rule states in
+        # general ("Your last day at TTS cannot be a federal holiday").
+        for phrase in named_phrases(asked_sentence(asked_clause(plan.parsed.original))):
             # "the TTS Business Operations Division": a page about the Acquisition Division does not answer.
             if names_phrase(phrase, said_around, titles_of(cited), seen):
                 named_words |= phrase_words(phrase)
@@ -481,7 +497,11 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # Employee Assistance Program?" is answered by "You can receive six free sessions ..." in a passage about
         # "The EAP", a sentence that need not spell the program's name again.
         # With the parts of hyphenated words: "(cash or time-off)" says "time".
-        have = set(content_stems_with_parts(said + " " + titles_of(cited))) | named_words
+        have = set(content_stems_with_parts(f"{said} {titles_of(cited)}")) | named_words
+        # A heading says what the sentence is about, not which named thing: "TTS" in "TTS Operations support
+        # services" does not make a sentence about "TTS Outreach".
+        names = {w for phrase in named_phrases(plan.parsed.original) for w in content_stems(phrase)}
+        have |= set(content_stems_with_parts(headings_of(cited))) - names
         covered = sum(1 for t in asked if ({t} | attribute_synonyms(t)) & have)
         # A follow-up's claim may address its last question alone: the earlier one only says what "that" is.
         latest = latest_attribute_terms(plan, asked)

@@ -32,6 +32,7 @@ from answers.lexicon import (
     content_stems_with_parts,
     is_longer_form,
     normalise_ws,
+    question_form_stems,
     says_sales,
     states_negation,
     stem,
@@ -53,7 +54,9 @@ WRITER_NAME = "extractive"
 # 9: a question word's contraction ("What's", "that's") is not a content word (answers/lexicon.STOPWORDS)
 # 10: a whether-a-rule-allows-it question ("Do I still have to …?") prefers a sentence that states a rule; an
 #     excluded term is found by its content words ("creating a public repo" ~ "create public repositories")
-WRITER_VERSION = "10"
+# 11: a sentence that covers most of the asked sentence qualifies though it repeats none of the asker's situation;
+#     "voting" and "vote" are one word (answers/lexicon.stem)
+WRITER_VERSION = "11"
 
 
 def writer_release() -> dict[str, str]:
@@ -1104,6 +1107,9 @@ class ExtractiveWriter:
     # idf-weighted share of the query a sentence must cover to count as a positive lexical match.
     # Above zero so that one incidental shared word of a long question does not produce an answer.
     min_lexical = 0.15
+    # The idf-weighted share of the asked sentence alone (the asker's situation set aside) that qualifies a sentence
+    # the whole question's share would not: most of what is asked.
+    min_core_coverage = 0.5
     # Cosine from the caller's embedder (MiniLM) above which a sentence qualifies without overlap.
     similarity_threshold = 0.55
     similarity_weight = 0.4
@@ -1204,13 +1210,30 @@ class ExtractiveWriter:
             )
             return share, bool(hits)
 
+        # The asker's situation before the question ("I'm resigning and was hoping to make Labor Day my official
+        # last day so I don't have to come in. Is that OK, or is a holiday not allowed as the last day?"): a
+        # sentence that covers what is asked qualifies though it repeats none of the situation.  Only to qualify:
+        # the score, and so the weak-evidence rule, still read the whole question.
+        core = asked_sentence(query)
+        form = question_form_stems(plan.original)
+        core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in idf and t not in bound | form]
+        core_terms = core_terms if core != query else []
+        core_total = sum(idf[t] for t in core_terms)
+
+        def core_coverage(terms: frozenset[str]) -> float:
+            return sum(idf[t] for t in core_terms if alts[t] & terms) / core_total if core_total else 0.0
+
         qualified: list[_Candidate] = []
         for i, c in enumerate(candidates):
             c.lexical, hit = max(coverage(side, c.context) for side in c.sides or (c.terms,))
             if c.label and not hit:
                 continue  # "18F - Dahianna Salazar Foreman" under "Director - ..." is about 18F
             sim = float(sims[i]) if sims is not None else None
-            if c.lexical < self.min_lexical and (sim is None or sim < self.similarity_threshold):
+            if (
+                c.lexical < self.min_lexical
+                and (sim is None or sim < self.similarity_threshold)
+                and max(core_coverage(side) for side in c.sides or (c.terms,)) < self.min_core_coverage
+            ):
                 continue
             low = normalise_ws(c.text).lower()
             score = c.lexical + self.phrase_bonus * sum(1 for p in phrases if p in low)

@@ -346,6 +346,10 @@ def test_an_everyday_auto_compound_is_not_a_service_name_the_answer_must_repeat(
     from answers.lexicon import identifier_spans
 
     assert identifier_spans("Before Tech Ops auto-archives it, does orders-api keep running?") == [(39, "orders-api")]
+    # A noun and a gerund: "A note-taking app lets me 'Sign in with Google' ...".
+    assert identifier_spans("a note-taking app and decision-making, not payments-platform") == [
+        (43, "payments-platform")
+    ]
 
 
 def test_a_deadline_question_is_answered_by_a_date_and_its_contraction_is_not_content() -> None:
@@ -463,3 +467,55 @@ def test_the_asked_sentence_starts_at_a_lower_case_question_word_the_parser_left
     # topic, and without it any sentence about paying something back answered (twentieth round, probes_r20).
     idf = dict.fromkeys(content_stems(parsed), 1.0)
     assert weigh_earlier_turns(parsed, idf) == idf
+
+
+def test_a_name_in_the_askers_situation_is_their_case_which_a_general_rule_answers() -> None:
+    question = (
+        "I'm resigning and was hoping to make Labor Day my official last day so I don't have to come in. "
+        "Is that OK, or is a holiday not allowed as the last day?"
+    )
+    rule = "Your last day at TTS cannot be a federal holiday."
+    assert not [r for r in _reasons(question, rule, "Leaving TTS") if r.startswith("not_relevant")]
+    # Named in what is asked, the name is still demanded.
+    assert "not_relevant:name_not_mentioned:Labor Day" in _reasons("Can my last day be Labor Day?", rule, "Leaving TTS")
+
+
+def test_whether_a_rule_allows_it_and_how_much_time_are_the_questions_form() -> None:
+    from answers.lexicon import question_form_stems, stem
+
+    assert {stem("ok"), stem("allowed")} <= question_form_stems(
+        "Is that OK, or is a holiday not allowed as the last day?"
+    )
+    assert stem("time") in question_form_stems("How much paid time off can I get to go vote in my state's primary?")
+    # "allowed" names the amount asked about here.
+    assert stem("allowed") not in question_form_stems("What is the allowed amount per day for meals?")
+
+
+def test_a_heading_the_cited_passage_sits_under_says_what_the_claim_is_about() -> None:
+    question = "How many hours of leave do I get for poll volunteering?"
+    claim = "You can receive up to 4 hours for each election event."
+    under = replace(ev("A", claim), title="Benefits", heading="Administrative Leave / Voting and poll volunteering")
+    verified = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), {"A": under},
+                            plan_question(question, datetime(2026, 1, 1, tzinfo=UTC)), authorised_ids={"A"})  # fmt: skip
+    assert not [r for r in verified.reasons if r.startswith("not_relevant")]
+    bare = verify_claim(DraftClaim("c1", claim, (Citation("A", claim),)), {"A": replace(under, heading="")},
+                        plan_question(question, datetime(2026, 1, 1, tzinfo=UTC)), authorised_ids={"A"})  # fmt: skip
+    assert "not_relevant:attribute_not_addressed" in bare.reasons
+
+
+def test_what_percentage_asks_for_a_number() -> None:
+    question = "What percentage of my salary comes out of each paycheck for my FERS retirement contribution?"
+    vague = "A percentage of each paycheck is withheld by GSA and put into FERS."
+    assert "not_relevant:no_number_for_how_much" in _reasons(question, vague, "Retirement")
+    assert not [r for r in _reasons(question, "Each paycheck, 0.8% of your salary goes to FERS.", "Retirement")
+                if r.startswith("not_relevant")]  # fmt: skip
+
+
+def test_a_heading_says_what_a_sentence_is_about_but_not_which_named_thing() -> None:
+    sentence = "They are organized into divisions including Acquisitions, Outreach & Marketing, and Talent."
+    passage = f"The TTS Office of Operations supports the delivery units. {sentence}"
+    ops = replace(ev("A", passage), title="Operations", heading="TTS Operations support services")
+    plan = plan_question("Who is the director of TTS Outreach?", datetime(2026, 1, 1, tzinfo=UTC))
+    verified = verify_claim(DraftClaim("c1", sentence, (Citation("A", sentence),)), {"A": ops}, plan,
+                            authorised_ids={"A"})  # fmt: skip
+    assert "not_relevant:attribute_not_addressed" in verified.reasons

@@ -160,3 +160,21 @@ def test_a_which_question_takes_in_the_next_sentence_when_the_passage_names_noth
 
     # The passage about password managers names none; the sentence after it shares one word and names one.
     assert any("We recommend using KeePassXC" in r.text for r in records), [r.text for r in records]
+
+
+def test_a_passage_carries_the_headings_it_sits_under_when_its_window_starts_below_them() -> None:
+    text = (
+        "Administrative Leave is called Other paid absences in HR Links.\n\n"
+        "Voting and poll volunteering\n\n"
+        "You can receive Administrative Leave in order to vote, register to vote, and participate in early voting. "
+        "You can receive up to 4 hours for each election event.\n\n"
+        "Serving as a poll worker is covered by a different rule. It needs a supervisor's approval first."
+    )
+    records, _ = build_evidence(
+        plan("How many hours can I get for each election event?"),
+        [dataclasses.replace(chunk(text), heading="Administrative Leave")],
+    )
+
+    hours = next(r for r in records if "4 hours" in r.text)
+    assert "Voting and poll volunteering" not in hours.text
+    assert hours.heading == "Administrative Leave / Voting and poll volunteering"

@@ -111,3 +111,19 @@ def test_a_when_after_a_verb_two_common_words_or_a_long_other_case_are_not_the_a
     assert not states_the_askers_case(
         fsa, "If you need more than 13 sick days at once to care for a loved one, you can apply for FMLA status."
     )
+
+
+def test_a_verb_and_its_ing_and_ed_forms_are_one_term() -> None:
+    from answers.lexicon import stem
+
+    for base, forms in [("vote", ("voting", "voted", "votes")), ("use", ("using", "used", "uses")),
+                        ("make", ("making",)), ("file", ("filing", "filed")), ("rule", ("ruled",)),
+                        ("fix", ("fixing",)), ("play", ("playing",)), ("get", ("getting",))]:  # fmt: skip
+        assert {stem(f) for f in forms} == {stem(base)}, base
+    assert stem("hoping") == stem("hope") != stem("hopping")
+
+
+def test_quotes_that_cover_only_the_askers_situation_are_no_evidence() -> None:
+    plan = plan_question("If someone I refer ends up getting hired, do I get any kind of bonus for it?", NOW)
+    assert evidence_strength(plan, ["Refer to Hire NTE Dt (Hire not-to-exceed date) for when your term ends."]) == 0.0
+    assert evidence_strength(plan, ["If someone you refer is hired, you get a referral bonus of $500."]) >= 0.45
