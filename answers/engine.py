@@ -77,7 +77,14 @@ from answers.scoping import (
 )
 from answers.verification import answer_type, attribute_terms, named_phrases, names_phrase, verifier_release
 from answers.writers import writer_for_tenant
-from answers.writers.extractive import ExtractiveWriter, asked_span, is_heading, new_names, ranked_table, scoped_terms
+from answers.writers.extractive import (
+    ExtractiveWriter,
+    asked_span,
+    heading_lines,
+    new_names,
+    ranked_table,
+    scoped_terms,
+)
 from core.backends import embedder, get_backend
 from retrieval.backends.base import SearchFilters
 from retrieval.links import inert_links
@@ -400,7 +407,7 @@ def verify_one(draft: DraftClaim, plan: QueryPlan, by_id: dict[str, EvidenceReco
 def _headings_above(text: str, quote: str) -> list[str]:
     """The heading lines of a passage above the quoted sentence ("Logical replication")."""
     at = text.find(quote)
-    return [line for line in text[:at].split("\n") if is_heading(line)] if at > 0 else []
+    return heading_lines(text[:at]) if at > 0 else []
 
 
 def _cited_texts(outcome: ClaimOutcome, records: Sequence[EvidenceRecord], plan: QueryPlan) -> list[str]:

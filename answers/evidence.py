@@ -45,6 +45,7 @@ from answers.writers.extractive import (
     continues_previous,
     excluded_sentence,
     group_list_blocks,
+    heading_lines,
     is_heading,
     mentions_excluded,
     names_something,
@@ -238,9 +239,7 @@ def _document_offsets(chunk: RankedChunk, doc_text: str | None, start: int, end:
 def _headings_over(chunk: RankedChunk, start: int) -> str:
     """The chunk's heading and the nearest heading line above ``start`` in its text (the window may begin under
     it): "You can receive up to 4 hours for each election event" is about "Voting and poll volunteering"."""
-    above = [line.strip() for line in chunk.text[:start].split("\n") if line.strip()]
-    nearest = next((line for line in reversed(above) if is_heading(line)), "")
-    return " / ".join(dict.fromkeys(h for h in (chunk.heading.strip(), nearest) if h))
+    return " / ".join(dict.fromkeys(h for h in (chunk.heading.strip(), *heading_lines(chunk.text[:start])[-1:]) if h))
 
 
 def _record(chunk: RankedChunk, start: int, end: int, doc_text: str | None, tier_names: dict[int, str],

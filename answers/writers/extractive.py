@@ -420,6 +420,11 @@ def is_heading(sentence: str) -> bool:
     return bool(s) and len(s) <= 80 and not _SENTENCE_END_RE.search(s) and not s.endswith((",", ";"))
 
 
+def heading_lines(text: str) -> list[str]:
+    """The lines of ``text`` that are headings, stripped, in order."""
+    return [line.strip() for line in text.split("\n") if is_heading(line)]
+
+
 # Headings are short: in the handbook, lines without a full stop of nine words or more are list items whose
 # marker the renderer dropped ("Set the time limit to complete an order to 20 minutes"), not titles.
 STATEMENT_LINE_MIN_WORDS = 9
