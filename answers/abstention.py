@@ -22,6 +22,7 @@ from pathlib import Path
 
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import (
+    LIGHT_STEMS,
     asked_clause,
     asked_sentence,
     attribute_synonyms,
@@ -117,6 +118,45 @@ def states_the_askers_case(plan: QueryPlan, claim: str) -> bool:
         if len(shared) >= CASE_WORDS and len(shared) * CASE_SHARE >= len(case):
             return True
     return False
+
+
+# A yes-or-no question about what the asker may or must do: "Can I just plug my own personal laptop into the office
+# network for the day?", "Do I still have to notify GSA before a personal trip abroad?".
+_YES_NO_RE = re.compile(
+    r"^\s*(?:(?:so|and|but|then|also)\s+)?(?:can|could|may|might|am|is|are|do|does|should|must|would|will|shall|"
+    r"need|have)\b",
+    re.I,
+)
+# A rule's wording: a prohibition, an obligation, a restriction ("Personal laptops cannot be connected directly to the
+# GSA network", "Do not use a Personal Meeting ID", "… is not currently available for private repositories").
+_RULE_RE = re.compile(
+    r"\b(?:cannot|can['’]t|can\s+not|must|may\s+not|should\s+not|shouldn['’]t|do\s+not|don['’]t|does\s+not|"
+    r"doesn['’]t|is\s+not|are\s+not|will\s+not|won['’]t|never|only|required|prohibit\w*|no\s+longer)\b",
+    re.I,
+)
+
+
+def _word_pairs(stems: Sequence[str]) -> set[tuple[str, str]]:
+    return {(a, b) for a, b in zip(stems, stems[1:], strict=False) if a != b and not {a, b} & LIGHT_STEMS}
+
+
+def rules_on_the_asked_act(plan: QueryPlan, claim: str) -> bool:
+    """Whether ``claim`` is a rule (``_RULE_RE``) about the act a yes-or-no question asks about: it names two of the
+    asked sentence's content words side by side, as the question does ("personal laptop", "GitHub Actions").
+
+    "Can I just plug my own personal laptop into the office network for the day?" is answered "Personal laptops
+    cannot be connected directly to the GSA network at any GSA facility." The rule is in the page's words ("cannot
+    be connected", not "plug"), which the coverage count does not credit; the pair of words says it is about the
+    thing asked, where single shared words ("GSA", "need", "before") are about anything.
+    """
+    text = plan.parsed.text or plan.original
+    last = asked_clause(text)
+    sentence = asked_sentence(text) if last == text else last
+    if not _YES_NO_RE.match(sentence) or not _RULE_RE.search(claim):
+        return False
+    form = question_form_stems(plan.original)
+    asked = [t for t in content_stems(sentence) if t not in form]
+    return bool(_word_pairs(asked) & _word_pairs(content_stems(claim)))
 
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -44,7 +44,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-from answers.abstention import evidence_strength, states_the_askers_case
+from answers.abstention import evidence_strength, rules_on_the_asked_act, states_the_askers_case
 from answers.actions import tier_names
 from answers.comparisons import Amount, FigureComparison, conclude, part_figure, split_comparison
 from answers.comparisons import Part as ComparisonPart
@@ -494,7 +494,7 @@ def _draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], writer: A
 
 def weak_evidence_bar(plan: QueryPlan, kept: Sequence[ClaimOutcome]) -> float:
     """The evidence strength an answer needs: lower when a kept claim is a rule for the asker's case."""
-    if any(states_the_askers_case(plan, o.draft.text) for o in kept):
+    if any(states_the_askers_case(plan, o.draft.text) or rules_on_the_asked_act(plan, o.draft.text) for o in kept):
         return CASE_RULE_THRESHOLD
     return WEAK_EVIDENCE_THRESHOLD
 

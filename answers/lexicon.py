@@ -512,6 +512,16 @@ def content_stems(text: str) -> list[str]:
     return out
 
 
+# Verbs and adverbs that name no act or thing of their own ("go back", "right away", "still have"): what is asked
+# is in the other words (answers/abstention.rules_on_the_asked_act).
+LIGHT_STEMS = frozenset(
+    content_stems(
+        "go goes going went back get gets got take takes took make makes made use uses used using work works need "
+        "needs come comes put have has do does just still also even ever right away now soon today tomorrow"
+    )
+)
+
+
 def content_stems_with_parts(text: str) -> list[str]:
     """``content_stems`` plus the parts of hyphenated words: a sentence that says "type
     ~/.ssh/git-signing-key" is about the git signing key (the whole word stays a term too, for names such

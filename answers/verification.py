@@ -62,7 +62,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 # 8: the headings a passage sits under count as said (not for names); a name in a first question's situation is not
 #    demanded; a product may be named anywhere in the cited passage; "what percentage of" needs a number; whether a
 #    rule allows it ("Is that OK …?") and "how much time" are the question's form.
-VERIFIER_VERSION = "8"
+# 9: the engine's lower weak-evidence bar also holds when a kept claim is a rule about the act a yes-or-no question
+#    asks about (answers/abstention.rules_on_the_asked_act); it rides on this release as 5's did. A hyphenated name
+#    in a first question's situation ("a private-sector job") is not demanded, as 8 did for other names.
+VERIFIER_VERSION = "9"
 
 
 def verifier_release() -> dict[str, str]:
@@ -526,7 +529,9 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     # A multi-hop chain's later sources are about the value its first hop found ("Foo 3.2"), not the name
     # asked about (the chain binds each hop to its subject); so is a follow-up's ("When does its security
     # support end?" after "Which runtime does orders-api run on?"), hence the last question only.
-    for name in [] if plan.hops else code_identifiers(asked_clause(plan.parsed.text or plan.original)):
+    # Of a first question, what it asks, as for names: "a private-sector job" or "plain-language writing" in the
+    # asker's situation is their case, which the rule that answers does not repeat.
+    for name in [] if plan.hops else code_identifiers(asked_sentence(asked_clause(plan.parsed.text or plan.original))):
         if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"{said} {titles}", re.I):
             reasons.append(f"identifier_not_mentioned:{name}")
     if _LEGALESE_RE.search(claim_text):

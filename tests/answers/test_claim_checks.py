@@ -224,6 +224,16 @@ def test_a_clause_saying_when_does_not_make_the_question_ask_for_a_date() -> Non
     assert "not_relevant:no_date_for_when" in _reasons("When should I add the key to GitHub?", text, "Git signing")
 
 
+def test_a_hyphenated_name_in_the_askers_situation_is_their_case_not_a_name_the_answer_must_repeat() -> None:
+    rule = ("If you are leaving the federal government, your final day at TTS must be worked in full, unless you have "
+            "worked the majority of your final pay period.")  # fmt: skip
+    situation = ("I'm leaving government for a private-sector job in a few weeks. Can I just take annual leave on my "
+                 "last day so I don't have to work it?")  # fmt: skip
+    assert not any(r.startswith("not_relevant:identifier_not_mentioned") for r in _reasons(situation, rule))
+    # Asked about, it is still demanded.
+    assert "not_relevant:identifier_not_mentioned:orders-api" in _reasons("Who owns orders-api?", rule)
+
+
 def test_a_resolved_follow_up_demands_only_the_names_of_the_question_asked_last() -> None:
     text = "MAX has over 200,000 users, across 180 federal agencies, in all branches of government."
     resolved = ("How widely is that used across government: Sharing my GSA Google Calendar with a partner agency "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from answers.abstention import evidence_strength, states_the_askers_case
+from answers.abstention import evidence_strength, rules_on_the_asked_act, states_the_askers_case
 from answers.lexicon import question_form_stems
 from answers.planning import plan_question
 
@@ -91,6 +91,37 @@ def test_a_rule_whose_condition_is_the_askers_case_states_that_case() -> None:
         zoom,
         "GSA employees may participate in Zoom meetings hosted by external partners UNLESS they are required to "
         "accept Zoom Terms of Service (TOS) or install software.",
+    )
+
+
+def test_a_rule_that_names_the_asked_thing_answers_a_yes_or_no_question_about_it() -> None:
+    laptop = plan_question(
+        "I'll be working from the D.C. office tomorrow, but my GSA laptop is out for repair. Can I just plug my own "
+        "personal laptop into the office network for the day?",
+        NOW,
+    )
+    rule = "Personal laptops cannot be connected directly to the GSA network at any GSA facility."
+    # "cannot be connected", not "plug": the coverage count stays under the usual bar ...
+    assert evidence_strength(laptop, [rule]) < 0.45
+    # ... and the rule names "personal laptop(s)" as the question does.
+    assert rules_on_the_asked_act(laptop, rule)
+    zoom = plan_question("I'm setting up a Zoom meeting with a partner. Can I just send them my personal meeting room?",
+                         NOW)  # fmt: skip
+    assert rules_on_the_asked_act(zoom, "Do not use a Personal Meeting ID (PMI) for Zoom meetings hosted by GSA.")
+
+
+def test_a_statement_a_how_question_or_words_apart_are_not_a_rule_on_the_asked_act() -> None:
+    laptop = plan_question("Can I just plug my own personal laptop into the office network for the day?", NOW)
+    # No rule's wording: a statement of what happens.
+    assert not rules_on_the_asked_act(laptop, "Personal laptops are often connected to home networks.")
+    # The same words, not side by side: "laptop" and "personal" are about other things.
+    assert not rules_on_the_asked_act(laptop, "You must not leave a laptop in a car; personal items are your own.")
+    how = plan_question("How do I connect my personal laptop to the office network?", NOW)
+    assert not rules_on_the_asked_act(how, "Personal laptops cannot be connected directly to the GSA network.")
+    # "go back" pairs with anything: no act of its own.
+    school = plan_question("Will GSA help pay tuition if I go back to school for a master's degree?", NOW)
+    assert not rules_on_the_asked_act(
+        school, "If your text is not converting to the styles, go back to the file and make sure it ends with .md."
     )
 
 

@@ -195,6 +195,13 @@ def test_the_twenty_first_rounds_blind_probes_quote_their_pages_and_end_four_con
     _check_handbook_probes("probes_r21.jsonl", categories, 52, "probe21")
 
 
+def test_the_twenty_second_rounds_blind_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
+    # Written from the handbook pages only, and measured at the round's baseline and at its end, before any of their
+    # failures was read (docs/evaluation.md, twenty-second round).
+    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
+    _check_handbook_probes("probes_r22.jsonl", categories, 52, "probe22")
+
+
 def test_the_twentieth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
     # Written from the handbook pages only, and measured before the round's changes and after them, before any of
     # their failures was read (docs/evaluation.md, twentieth round):
