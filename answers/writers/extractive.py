@@ -56,7 +56,9 @@ WRITER_NAME = "extractive"
 #     excluded term is found by its content words ("creating a public repo" ~ "create public repositories")
 # 11: a sentence that covers most of the asked sentence qualifies though it repeats none of the asker's situation;
 #     "voting" and "vote" are one word (answers/lexicon.stem)
-WRITER_VERSION = "11"
+# 12: a sentence that covers none of the asked sentence yields to one that does (``situation_only_factor``); a
+#     resolved follow-up's asked sentence is its last question's
+WRITER_VERSION = "12"
 
 
 def writer_release() -> dict[str, str]:
@@ -1136,6 +1138,11 @@ class ExtractiveWriter:
     # can still answer when nothing better is there, so it keeps most of its score.
     qualified_factor = 0.7
     other_span_factor = 0.6
+    # A sentence that covers only the asker's situation and none of what they ask ("I'm in the National Guard ...
+    # Since I'm on 18F, which Tock line do those two weeks go on?" met by "You can receive 15 Military Leave days
+    # each year ..."): the weak-evidence rule scores such a quote 0 (answers/abstention.py), so it yields to one
+    # about the asked sentence where there is one, and still answers where there is none.
+    situation_only_factor = 0.5
 
     def write(
         self,
@@ -1218,8 +1225,10 @@ class ExtractiveWriter:
         # The asker's situation before the question ("I'm resigning and was hoping to make Labor Day my official
         # last day so I don't have to come in. Is that OK, or is a holiday not allowed as the last day?"): a
         # sentence that covers what is asked qualifies though it repeats none of the situation.  Only to qualify:
-        # the score, and so the weak-evidence rule, still read the whole question.
-        core = asked_sentence(query)
+        # the score, and so the weak-evidence rule, still read the whole question.  Of a resolved follow-up ("Is that
+        # different if I'm a term employee: … How much sick leave can I borrow in advance?") what is asked is its
+        # last question, not the earlier one's last sentence.
+        core = asked_sentence(asked_clause(query))
         form = question_form_stems(plan.original)
         core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in idf and t not in bound | form]
         core_terms = core_terms if core != query else []
@@ -1259,6 +1268,11 @@ class ExtractiveWriter:
                 score = (1.0 - self.similarity_weight) * score + self.similarity_weight * sim
             if unasked_qualifier(c.text, asked):  # computed again below for the chosen set; cheap
                 score *= self.qualified_factor
+            # A label line is scored by its label ("Ten days to two weeks: Conference events that cost less than
+            # $2500"): its whole text says what it is about.
+            said = frozenset(content_stems_with_parts(c.text))
+            if len(core_terms) >= 2 and not any(core_coverage(side) for side in (*(c.sides or (c.terms,)), said)):
+                score *= self.situation_only_factor
             if row_fits_period(c.text, plan.period_scope, plan.original) is False:
                 score *= self.other_span_factor
             elif plan.period_scope and (

@@ -284,8 +284,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "11"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "11")
+    assert writer_release() == {"name": "extractive", "version": "12"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "12")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -1056,3 +1056,20 @@ def test_a_may_i_question_is_answered_first_by_the_rule_not_by_a_description() -
     # Asked what, not whether, the description leads.
     plan = make_plan("How do I notify GSA about a personal trip abroad?")
     assert ExtractiveWriter().write(plan, evidence)[0].text.startswith("Staff notify GSA")
+
+
+def test_a_sentence_about_the_askers_situation_alone_yields_to_one_about_what_they_ask() -> None:
+    question = "I'm in the National Guard and my annual training starts next month. Which Tock line do I use?"
+    plan = make_plan(question)
+    evidence = [
+        make_evidence("TOCK", "Staff should Tock any out of office time to Tock line #670, Out of Office."),
+        make_evidence(
+            "LEAVE", "You can receive 15 Military Leave days each year for annual training in the National Guard."
+        ),
+    ]
+    lead = ExtractiveWriter().write(plan, evidence)[0]
+    assert lead.citations[0].evidence_id == "TOCK"
+    # Read with the situation's words alone, the leave sentence shares more of the question and would lead.
+    unweighed = ExtractiveWriter()
+    unweighed.situation_only_factor = 1.0
+    assert unweighed.write(plan, evidence)[0].citations[0].evidence_id == "LEAVE"
