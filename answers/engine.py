@@ -100,7 +100,9 @@ PROMPT_VERSION = "none"  # the extractive writer has no prompt; generative write
 # terms covered by the best kept claim's quote).  Tuned on SciFact claims (dev split) with
 # `python -m answers.abstention --tune` (balanced accuracy 0.744 at 0.45, n=300); see docs/answers.md.
 WEAK_EVIDENCE_THRESHOLD = 0.45
-# The bar when a kept claim is a rule for the case the question describes (``abstention.states_the_askers_case``).
+# The bar when a kept claim is a rule for the case the question describes (``abstention.states_the_askers_case``)
+# or, since the twenty-second round, a rule about the act a yes-or-no question asks about
+# (``abstention.rules_on_the_asked_act``; docs/evaluation.md has what each cost).
 # The bar at 0.30 for every turn answered 40 abstained turns of dev and the r15-r17 probe sets, 10 of them right;
 # the ones whose claim was a rule for the asker's case were mostly among those 10.  With this rule: 4 turns
 # answered there, all right, and 1 wrong on r18 (docs/evaluation.md, eighteenth round).  SciFact claims, the usual
@@ -493,7 +495,8 @@ def _draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], writer: A
 
 
 def weak_evidence_bar(plan: QueryPlan, kept: Sequence[ClaimOutcome]) -> float:
-    """The evidence strength an answer needs: lower when a kept claim is a rule for the asker's case."""
+    """The evidence strength an answer needs: lower when a kept claim is a rule for the asker's case, or a rule about
+    the act a yes-or-no question asks about."""
     if any(states_the_askers_case(plan, o.draft.text) or rules_on_the_asked_act(plan, o.draft.text) for o in kept):
         return CASE_RULE_THRESHOLD
     return WEAK_EVIDENCE_THRESHOLD

@@ -1138,10 +1138,11 @@ class ExtractiveWriter:
     # can still answer when nothing better is there, so it keeps most of its score.
     qualified_factor = 0.7
     other_span_factor = 0.6
-    # A sentence that covers only the asker's situation and none of what they ask ("I'm in the National Guard ...
-    # Since I'm on 18F, which Tock line do those two weeks go on?" met by "You can receive 15 Military Leave days
-    # each year ..."): the weak-evidence rule scores such a quote 0 (answers/abstention.py), so it yields to one
-    # about the asked sentence where there is one, and still answers where there is none.
+    # A sentence that covers only the asker's situation and none of what they ask ("I'm in the National Guard and my
+    # annual training starts next month. Which Tock line do I use?" met by "You can receive 15 Military Leave days
+    # each year for annual training in the National Guard."): the weak-evidence rule scores such a quote 0
+    # (answers/abstention.py), so it yields to one about the asked sentence where there is one, and still answers
+    # where there is none.
     situation_only_factor = 0.5
 
     def write(
