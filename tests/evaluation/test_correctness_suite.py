@@ -195,6 +195,13 @@ def test_the_twenty_first_rounds_blind_probes_quote_their_pages_and_end_four_con
     _check_handbook_probes("probes_r21.jsonl", categories, 52, "probe21")
 
 
+def test_the_next_rounds_blind_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
+    # Written from the handbook pages only at the end of the twenty-second round and not yet asked: the next round
+    # measures its baseline on it before reading any failure (docs/evaluation.md, twenty-second round).
+    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
+    _check_handbook_probes("probes_r23.jsonl", categories, 52, "probe23")
+
+
 def test_the_twenty_second_rounds_blind_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
     # Written from the handbook pages only, and measured at the round's baseline and at its end, before any of their
     # failures was read (docs/evaluation.md, twenty-second round).
