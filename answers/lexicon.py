@@ -445,6 +445,12 @@ def asked_sentence(question: str) -> str:
     return core if len(content_stems(core)) >= 2 else question
 
 
+def asked_part(question: str) -> str:
+    """What a question asks, with both what comes before set aside: a resolved follow-up's earlier question
+    (``asked_clause``) and a first question's situation (``asked_sentence``)."""
+    return asked_sentence(asked_clause(question))
+
+
 # Parts of everyday hyphenated words ("mid-year", "full-time", "follow-up", "end-of-year"): a word made of
 # them is English, not the name of a service or a setting.
 _COMPOUND_PARTS = frozenset(
@@ -706,7 +712,7 @@ def asks_negated(question: str, exclude: Sequence[str] = ()) -> bool:
     """Whether the asked clause negates its predicate (an exclusion's "not <term>" does not count).  The asker's
     situation is not asked: "Standard and compressed schedules don't allow credit hours, so which schedule types
     do?" asks which ones do."""
-    clause = _SO_ASKED_RE.split(asked_sentence(asked_clause(question)))[-1]
+    clause = _SO_ASKED_RE.split(asked_part(question))[-1]
     for term in exclude:
         clause = re.sub(rf"\bnot\s+(?:the\s+)?{re.escape(term)}", " ", clause, flags=re.I)
     return bool(_NEGATED_ASK_RE.search(clause))

@@ -23,6 +23,7 @@ from answers.judge import JudgeError, judge_for_tenant
 from answers.lexicon import (
     ASKS_DEADLINE_RE,
     asked_clause,
+    asked_part,
     asked_sentence,
     asks_for_a_case,
     attribute_synonyms,
@@ -483,7 +484,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
         # Of a first question, what it asks: a name in the asker's situation ("make Labor Day my official last
         # day. Is that OK, or is a holiday not allowed as the last day?") is their case, which a rule states in
         # general ("Your last day at TTS cannot be a federal holiday").
-        for phrase in named_phrases(asked_sentence(asked_clause(plan.parsed.original))):
+        for phrase in named_phrases(asked_part(plan.parsed.original)):
             # "the TTS Business Operations Division": a page about the Acquisition Division does not answer.
             if names_phrase(phrase, said_around, titles_of(cited), seen):
                 named_words |= phrase_words(phrase)
@@ -531,7 +532,7 @@ def relevance_reasons(claim_text: str, cited: Sequence[tuple[EvidenceRecord, str
     # support end?" after "Which runtime does orders-api run on?"), hence the last question only.
     # Of a first question, what it asks, as for names: "a private-sector job" or "plain-language writing" in the
     # asker's situation is their case, which the rule that answers does not repeat.
-    for name in [] if plan.hops else code_identifiers(asked_sentence(asked_clause(plan.parsed.text or plan.original))):
+    for name in [] if plan.hops else code_identifiers(asked_part(plan.parsed.text or plan.original)):
         if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"{said} {titles}", re.I):
             reasons.append(f"identifier_not_mentioned:{name}")
     if _LEGALESE_RE.search(claim_text):

@@ -23,6 +23,7 @@ from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.lexicon import (
     STOPWORDS,
     asked_clause,
+    asked_part,
     asked_sentence,
     asks_for_a_case,
     asks_negated,
@@ -1229,7 +1230,7 @@ class ExtractiveWriter:
         # the score, and so the weak-evidence rule, still read the whole question.  Of a resolved follow-up ("Is that
         # different if I'm a term employee: … How much sick leave can I borrow in advance?") what is asked is its
         # last question, not the earlier one's last sentence.
-        core = asked_sentence(asked_clause(query))
+        core = asked_part(query)
         form = question_form_stems(plan.original)
         core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in idf and t not in bound | form]
         core_terms = core_terms if core != query else []
@@ -1271,8 +1272,11 @@ class ExtractiveWriter:
                 score *= self.qualified_factor
             # A label line is scored by its label ("Ten days to two weeks: Conference events that cost less than
             # $2500"): its whole text says what it is about.
-            said = frozenset(content_stems_with_parts(c.text))
-            if len(core_terms) >= 2 and not any(core_coverage(side) for side in (*(c.sides or (c.terms,)), said)):
+            if (
+                len(core_terms) >= 2
+                and not any(core_coverage(side) for side in c.sides or (c.terms,))
+                and not core_coverage(frozenset(content_stems_with_parts(c.text)))
+            ):
                 score *= self.situation_only_factor
             if row_fits_period(c.text, plan.period_scope, plan.original) is False:
                 score *= self.other_span_factor

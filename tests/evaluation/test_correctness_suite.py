@@ -180,41 +180,28 @@ def _check_handbook_probes(name: str, categories: dict[str, int], turns: int, pr
             _quotes_its_pages(probe, turn, pages, facts=probe["category"] != "multi_hop")
 
 
-def test_the_eighteenth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
-    # Written from the handbook pages only and measured before and after the round's change, before any of their
-    # failures was read (docs/evaluation.md, eighteenth round):
-    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r18.jsonl`.
-    categories = {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}
-    _check_handbook_probes("probes_r18.jsonl", categories, 52, "probe18")
+# The handbook probe sets, each written from the handbook pages only (docs/evaluation.md, the round named): r18, r20,
+# r21 and r22 were measured before and after their round's changes, before any of their failures was read
+# (`manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_rNN.jsonl`); r23 was written
+# at the end of the twenty-second round and not yet asked, so the next round measures its baseline on it first.
+_FOUR_KINDS = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
 
 
-def test_the_twenty_first_rounds_blind_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
-    # Written from the handbook pages only, and measured at the round's baseline and at its end, before any of their
-    # failures was read (docs/evaluation.md, twenty-first round).
-    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
-    _check_handbook_probes("probes_r21.jsonl", categories, 52, "probe21")
-
-
-def test_the_next_rounds_blind_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
-    # Written from the handbook pages only at the end of the twenty-second round and not yet asked: the next round
-    # measures its baseline on it before reading any failure (docs/evaluation.md, twenty-second round).
-    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
-    _check_handbook_probes("probes_r23.jsonl", categories, 52, "probe23")
-
-
-def test_the_twenty_second_rounds_blind_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
-    # Written from the handbook pages only, and measured at the round's baseline and at its end, before any of their
-    # failures was read (docs/evaluation.md, twenty-second round).
-    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
-    _check_handbook_probes("probes_r22.jsonl", categories, 52, "probe22")
-
-
-def test_the_twentieth_rounds_probes_quote_their_pages_and_end_four_conversations_unanswerable() -> None:
-    # Written from the handbook pages only, and measured before the round's changes and after them, before any of
-    # their failures was read (docs/evaluation.md, twentieth round):
-    # `manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_r20.jsonl`.
-    categories = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
-    _check_handbook_probes("probes_r20.jsonl", categories, 52, "probe20")
+@pytest.mark.parametrize(
+    ("round_", "categories"),
+    [
+        ("18", {"negative": 10, "multi_hop": 10, "follow_up": 12, "no_answer": 8}),
+        ("20", _FOUR_KINDS),
+        ("21", _FOUR_KINDS),
+        ("22", _FOUR_KINDS),
+        ("23", _FOUR_KINDS),
+    ],
+    ids=["r18", "r20", "r21", "r22", "r23"],
+)
+def test_a_handbook_probe_set_quotes_its_pages_and_ends_four_conversations_unanswerable(
+    round_: str, categories: dict[str, int]
+) -> None:
+    _check_handbook_probes(f"probes_r{round_}.jsonl", categories, 52, f"probe{round_}")
 
 
 def test_the_nineteenth_rounds_filing_probes_cite_the_filings_and_state_each_figure_in_its_quote() -> None:
