@@ -433,6 +433,11 @@ def ranking_words(question: str) -> frozenset[str]:
     return frozenset(content_stems(" ".join(m.group("set", "verb", "sup"))))
 
 
+# A word that points back to what an earlier sentence named.
+_REFERS_BACK_RE = re.compile(r"\b(?:it|that|this|them|those|these|one)\b(?!\s+(?:is|are|was|were)\b)", re.I)
+_REFERRING_QUESTION_MAX_STEMS = 3
+
+
 def asked_sentence(question: str) -> str:
     """What a question asks once the asker's situation is set aside: its last sentence that ends with "?"
     without a leading condition ("My legal name changed. After I update it in HR Links, how long until the
@@ -442,6 +447,16 @@ def asked_sentence(question: str) -> str:
     asked = [x for x in sentences if x.rstrip().endswith("?")]
     last = asked[-1] if asked else (sentences[-1] if sentences else question)
     core = _LEADING_CONDITION_RE.sub("", last, count=1)
+    if (
+        len(sentences) >= 2
+        and sentences[-1] == last
+        and sentences[-2].rstrip().endswith("?")
+        and _REFERS_BACK_RE.search(core)
+        and len([t for t in content_stems(core) if t not in LIGHT_STEMS]) <= _REFERRING_QUESTION_MAX_STEMS
+    ):
+        # "I don't need to buy the collision damage waiver they push at the counter, right? Would I even get paid
+        # back for it?": a short question about "it" asks about what the question before it names.
+        return f"{sentences[-2].strip()} {core}"
     return core if len(content_stems(core)) >= 2 else question
 
 
@@ -694,13 +709,17 @@ def question_form_stems(text: str) -> frozenset[str]:
 # about is negated.  "subscribers, not publishers" sets a term aside (query_parser's exclusion), it negates nothing.
 _NEGATED_ASK_RE = re.compile(
     r"\b(?:can|could|do|does|did|is|are|was|were|will|would|should|must|may|have|has|wo|ca)n[’']t\b|\bcannot\b"
-    r"|\b(?:not|never)\b(?!\s+(?:only|just|sure)\b)",
+    r"|\b(?:not|never)\b(?!\s+(?:only|just|sure)\b)"
+    # "what can I do without asking for approval?", "which software is exempt from review?": what is not needed.
+    r"|\bwithout\b|\bexempt(?:ed|ion|s)?\b",
     re.I,
 )
 # A sentence that says what is not so, or only so under a condition: "Your Sick Leave will not be paid out",
-# "No approval is needed to archive …", "… UNLESS they are required to accept …", "May only be reimbursable if …".
+# "No approval is needed to archive …", "… UNLESS they are required to accept …", "May only be reimbursable if …",
+# "open source development libraries are exempt from IT Standards review".
 _NEGATIVE_STATEMENT_RE = re.compile(
-    r"\b(?:not|no|never|cannot|unless|only|except|prohibited|forbidden|nor)\b|n[’']t\b", re.I
+    r"\b(?:not|no|never|cannot|unless|only|except|prohibited|forbidden|nor|exempt(?:ed|ion|s)?|waived?)\b|n[’']t\b",
+    re.I,
 )
 # "<what the asker knows>, so which schedule types do?": the question starts after "so" or "but".
 _SO_ASKED_RE = re.compile(

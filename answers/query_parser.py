@@ -19,8 +19,13 @@ Decisions worth knowing before using the output:
 * Natural-language exclusions ("not X", "but not X", "excluding X", "except X", "besides X",
   "without X", "X rather than Y") take at most three words after the cue.  A bare
   "not" only counts at a clause start ("subscribers, not publishers"), because
-  "replication is not working" is ordinary negation.  "without X" is always an
-  exclusion, which is wrong for topical uses such as "restart without downtime".
+  "replication is not working" is ordinary negation.  "without X" excludes only in a
+  statement of what is measured ("net sales without AWS: what were ..."): in a question
+  ("Can partners join a mural without an account?", "How long can a repo sit without
+  activity?") and before a verb or a pronoun ("without asking Tech Operations", "without
+  it") it is the case asked about, which the answer must name.
+* A fronted set-aside clause ("Other than running npm deprecate for npm packages, how
+  ...?") is cut from ``text`` up to its comma; only its first words are the exclusion.
 * Negated operators ("-source:slack", "excluding space:ENG") raise
   ``unsupported_operator``: ``ParsedQuery`` has no field for them, and silently
   dropping or inverting a constraint is exactly the failure this module prevents.
@@ -204,6 +209,38 @@ _NOT_FOLLOWERS_TO_IGNORE = frozenset(
     }
 )  # fmt: skip
 _CONTRAST_PUNCT = frozenset({",", ";", "(", "-", "\u2014", "\u2013"})
+# A clause opened by one of these asks about its "without X" case rather than setting X aside.
+_QUESTION_OPENERS = frozenset(
+    {
+        "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "is", "are", "am",
+        "was", "were", "do", "does", "did", "should", "shall", "may", "might", "will", "would", "must", "has",
+        "have", "had", "i", "we", "my", "our", "if",
+    }
+)  # fmt: skip
+_PRONOUNS = frozenset({"it", "them", "me", "us", "you", "him", "her", "one", "this", "that", "those", "these"})
+_CLAUSE_END_PUNCT = frozenset({".", "?", "!", ":", ";", ","})
+# "using" and "including" name the thing left out ("without using Docker"); other verbs are the asked case.
+_EXCLUDING_GERUNDS = frozenset({"using", "including", "counting"})
+
+
+def _clause_opener(items: list[_Item], i: int) -> str:
+    """The first word of the clause item ``i`` is in (after the last ``.?!:;,`` before it), casefolded."""
+    k = i
+    while k > 0 and not (items[k - 1].kind == "punct" and items[k - 1].text in _CLAUSE_END_PUNCT):
+        k -= 1
+    while k < i and items[k].kind != "word":
+        k += 1
+    return items[k].text.casefold() if k < len(items) and items[k].kind == "word" else ""
+
+
+def _asks_about_without(items: list[_Item], i: int) -> bool:
+    """Whether "without" at ``i`` names the case asked about rather than something set aside."""
+    nxt = items[i + 1] if i + 1 < len(items) and items[i + 1].kind == "word" else None
+    if nxt is not None:
+        word = nxt.text.casefold()
+        if word in _PRONOUNS or (word.endswith("ing") and len(word) > 4 and word not in _EXCLUDING_GERUNDS):
+            return True
+    return _clause_opener(items, i) in _QUESTION_OPENERS
 
 
 def _fold(word: str) -> str:
@@ -379,6 +416,8 @@ def _match_cue(items: list[_Item], i: int) -> tuple[int, bool] | None:
                 # "whether or not to upgrade" is not an exclusion.
                 if cue == ("or", "not") and i > 0 and items[i - 1].text.casefold() == "whether":
                     continue
+                if cue == ("without",) and _asks_about_without(items, i):
+                    continue
                 return len(cue), contrastive
     here = [it.text.casefold() if it.kind == "word" else "" for it in items[i : i + 5]]
     if here[:1] in (["leaving"], ["setting"], ["putting"]) and "aside" in here[2:5]:
@@ -544,6 +583,12 @@ def _find_natural_exclusions(scan: _Scan, items: list[_Item]) -> None:
                 scan.exclusions.append((example[0].start, " ".join(t.text for t in example)))
                 end = example[-1].end
                 j += 1 + len(example)
+        if not contrastive and _clause_opener(items, i) == items[i].text.casefold():
+            # "Other than running npm deprecate for npm packages, how should I ...": the rest of the fronted
+            # clause is the set-aside case too, not words of the question.
+            comma = next((k for k in range(j, min(j + 8, len(items))) if items[k].text == ","), None)
+            if comma is not None and all(items[k].kind == "word" for k in range(j, comma)):
+                end, j = items[comma - 1].end if comma > j else end, comma
         scan.removed.append((items[i].start, end))
         if contrastive:
             _add_scope(scan, items, i, excluded_words)

@@ -66,7 +66,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 # 9: the engine's lower weak-evidence bar also holds when a kept claim is a rule about the act a yes-or-no question
 #    asks about (answers/abstention.rules_on_the_asked_act); it rides on this release as 5's did. A hyphenated name
 #    in a first question's situation ("a private-sector job") is not demanded, as 8 did for other names.
-VERIFIER_VERSION = "9"
+# 10: a short last question about "it" ("Would I even get paid back for it?") is asked with the question before it
+#     (answers/lexicon.asked_sentence), for the relevance check and the weak-evidence rule alike; "without" and
+#     "exempt" in the asked clause ask what is not needed (answers/lexicon.asks_negated).
+VERIFIER_VERSION = "10"
 
 
 def verifier_release() -> dict[str, str]:

@@ -299,6 +299,19 @@ def test_the_asked_sentence_sets_aside_the_askers_situation() -> None:
     assert asked_sentence("If I work remotely, when do I submit it?") == "If I work remotely, when do I submit it?"
 
 
+def test_a_short_question_about_it_asks_about_what_the_question_before_it_names() -> None:
+    from answers.lexicon import asked_sentence
+
+    asked = "I don't need to buy the collision damage waiver, right? Would I even get paid back for it?"
+    assert asked_sentence(f"Picking up a rental car for a work trip. {asked}") == asked
+    # A question that names its own subject, or follows a statement, is asked on its own.
+    assert (
+        asked_sentence("Do I need a new approval? Who would have to approve the hotel over the per diem maximum?")
+        == "Who would have to approve the hotel over the per diem maximum?"
+    )
+    assert asked_sentence("My laptop broke last week. Can I get it fixed?") == "Can I get it fixed?"
+
+
 def test_an_irregular_plural_and_peoples_words_for_a_filings_terms_match() -> None:
     from answers.lexicon import attribute_synonyms, content_stems, stem
 

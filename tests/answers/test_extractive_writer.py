@@ -1032,6 +1032,17 @@ def test_what_the_asker_already_knows_or_sets_aside_is_not_the_negation_asked() 
     assert not states_negation("Your Annual Leave will be paid out.")
 
 
+def test_what_can_be_done_without_a_step_or_is_exempt_from_it_asks_what_is_not_needed() -> None:
+    from answers.lexicon import asks_negated, states_negation
+
+    assert asks_negated("Is there anything in GitHub I can do without asking Tech Operations for approval first?")
+    assert asks_negated("What kind of software is exempt from the GSA IT Standards approval process?")
+    assert states_negation("In general, open source development libraries are exempt from IT Standards review.")
+    assert not states_negation(
+        "Almost all software in use at GSA needs to be approved through the IT Standards process."
+    )
+
+
 def test_an_excluded_term_is_found_in_other_words_for_the_same_thing() -> None:
     from answers.writers.extractive import excluded_sentence, mentions_excluded
 

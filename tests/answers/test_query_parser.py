@@ -622,3 +622,25 @@ def test_an_article_does_not_cut_an_excluded_phrase_short() -> None:
     parsed = parse("Other than creating a public repo, what can I do in GitHub without approval?")
 
     assert "creating a public repo" in parsed.exclude
+
+
+def test_without_in_a_question_is_the_case_asked_about_not_something_set_aside() -> None:
+    assert parse("Can partners join a mural without an account of their own?").exclude == ()
+    assert parse("How long can a repo sit without activity before it is archived?").exclude == ()
+    assert parse("Is it OK to split my leave into chunks without getting my supervisor to sign off?").exclude == ()
+    assert parse("My Mac won't let me log in without it. What can I do?").exclude == ()
+    parsed = parse("Other than creating a public repo, what can I do in GitHub without asking for approval?")
+    assert parsed.exclude == ("creating a public repo",)
+    assert "without asking for approval" in parsed.text
+    # A statement of what is measured sets the term aside, as does "without using X".
+    assert parse("Amazon segment net sales in 2023 without AWS: what were they?").exclude == ("AWS",)
+    assert parse("VPN setup without using WireGuard").exclude == ("using WireGuard",)
+
+
+def test_the_rest_of_a_fronted_set_aside_clause_is_not_a_question_word() -> None:
+    parsed = parse("Other than running npm deprecate for npm packages, how should I mark a Python package?")
+
+    assert parsed.exclude == ("running npm deprecate",)
+    assert parsed.text == "how should I mark a Python package?"
+    # Mid-sentence, the words after the set-aside term stay the question's.
+    assert "for npm packages" in parse("How do I deprecate, other than npm deprecate for npm packages?").text
