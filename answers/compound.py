@@ -34,10 +34,12 @@ _PREP = r"(?:at|in|on|for|from|to|with|by|through|via)"
 # A clause or an adverb between "and" and the next question word: "…, and after I submit it, roughly how long …".
 _CONDITION = r"(?:after|before|once|when|if|since|while|until)\s+[^,?]{3,80},\s*"
 _ADVERB = r"(?:roughly|about|approximately|also|then|exactly|just)"
-# A yes-or-no question of its own: "…, and am I allowed to use work hours for it?", "…, and is there some code …?"
+# A yes-or-no question of its own: "…, and am I allowed to use work hours for it?", "…, and is there some code …?",
+# "…, and can TTS Operations set up the billable Tock project now?" (a name with a capital inside it: "TTS", "GSA",
+# "OHRM", not any capitalised word).
 _YES_NO = (
     r"(?:am|are|is|can|could|do|does|should|will|must|may)\s+"
-    r"(?:I|we|you|it|they|there|my|our|the|that|this|those)\b"
+    r"(?:I|we|you|it|they|there|my|our|the|that|this|those|(?-i:[A-Z][A-Za-z0-9&.-]*[A-Z0-9][A-Za-z0-9&.-]*))\b"
 )
 # "…, and where …", "… and how quickly …", "…, and at which site …", "…, and after I submit it, roughly how long …"
 _JOIN = re.compile(

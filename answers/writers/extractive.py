@@ -21,6 +21,7 @@ from typing import Any
 
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.lexicon import (
+    LIGHT_STEMS,
     STOPWORDS,
     asked_clause,
     asked_part,
@@ -59,7 +60,10 @@ WRITER_NAME = "extractive"
 #     "voting" and "vote" are one word (answers/lexicon.stem)
 # 12: a sentence that covers none of the asked sentence yields to one that does (``situation_only_factor``); a
 #     resolved follow-up's asked sentence is its last question's
-WRITER_VERSION = "12"
+# 13: the sentence right after the lead that goes on about its subject is stated second (``continue_lead``); a
+#     form's "Field name: 44-0553234" line is a labelled value; "Does SecOps have to wait …?" asks whether a rule
+#     allows it, whoever the subject
+WRITER_VERSION = "13"
 
 
 def writer_release() -> dict[str, str]:
@@ -369,8 +373,19 @@ def _overlaps(a: _Candidate, b: _Candidate) -> bool:
 _LABEL_LINE_RE = re.compile(r"^(?P<label>[A-Z0-9][\w&'’()/ ]{0,40}?\w) (?:-|\u2013|\u2014) (?P<value>[^\n:;|]{2,100})$")
 
 
+# A line of a form's filled-in fields: "Federal Employer Identification Number (FEIN): 44-0553234". A label of two
+# words or more and a short value with a number in it (an ID, a code, an address), not a step ("Step 1: Submit the
+# software") or a heading ("Agency: General Services Administration").
+_FIELD_LINE_RE = re.compile(
+    r"^(?P<label>[A-Z][\w'’()./-]*(?: [\w'’()./&-]+){1,7}): (?P<value>(?=[^:\n]*\d)[^\s:][^:\n|]{0,50})$"
+)
+
+
 def label_line(line: str) -> tuple[str, str] | None:
-    """(label, value) of a short "Label - value" line, else None."""
+    """(label, value) of a short "Label - value" line or a form's "Field name: 44-0553234" line, else None."""
+    field = _FIELD_LINE_RE.match(line.strip())
+    if field is not None and not _MARKUP_RE.search(line):
+        return field.group("label"), field.group("value")
     m = _LABEL_LINE_RE.match(line.strip())
     if m is None or len(m.group("label").split()) > 4 or len(m.group("value").split()) > 14:
         return None
@@ -589,11 +604,12 @@ _DATE_SHAPE_RE = re.compile(
 _RULE_RE = re.compile(
     r"\b(?:must|required|requires|optional|allowed|permitted|eligible|prohibited|need\s+to|needs\s+to|should)\b", re.I
 )
-# "Do I still have to ...?", "Am I allowed to ...?", "Is it OK to ...?", "Can I still ...?", "Should I ...?": asks
-# whether a rule allows it. Not a bare "Can I get a monitor ...?": a request, answered by how to get one.
+# "Do I still have to ...?", "Does SecOps have to wait ...?", "Am I allowed to ...?", "Is it OK to ...?", "Can I
+# still ...?", "Should I ...?": asks whether a rule allows it. Not a bare "Can I get a monitor ...?": a request, answered by how to get one.
 _ASKS_RULE_RE = re.compile(
     r"\s*(?:(?:can|may)\s+(?:i|we)\s+(?:still|just|even)|should\s+(?:i|we)|(?:do|does)\s+(?:i|we|anyone|my|our)\b"
-    r"(?:\s+\w+){0,3}?\s+(?:need|have|has)|(?:am\s+i|are\s+we)\s+(?:allowed|permitted|eligible|able|required|"
+    r"(?:\s+\w+){0,3}?\s+(?:need|have|has)|(?:do|does)(?:\s+[\w'’-]+){1,3}?\s+(?:need|have|has)\s+to"
+    r"|(?:am\s+i|are\s+we)\s+(?:allowed|permitted|eligible|able|required|"
     r"supposed)|is\s+it\s+(?:ok|okay|fine|alright|allowed|possible))\b",
     re.I,
 )
@@ -1145,6 +1161,10 @@ class ExtractiveWriter:
     # (answers/abstention.py), so it yields to one about the asked sentence where there is one, and still answers
     # where there is none.
     situation_only_factor = 0.5
+    # The sentence right after the lead claim that goes on about the lead's subject and shares a word with the
+    # question ("Please note, GSA IT does not provide wireless peripherals." then "Wireless peripherals can be
+    # purchased by the business unit, but only upon TTS leadership approval.") is stated second.
+    continue_lead = True
 
     def write(
         self,
@@ -1328,6 +1348,12 @@ class ExtractiveWriter:
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
                 continue  # says nothing the answer does not already say
             chosen.append(c)
+        if self.continue_lead and chosen and len(chosen) < max_claims:
+            # Only where the answer has room: a claim already chosen on its own score is not pushed out for it.
+            asked_terms = frozenset(content_stems(query)) - form - LIGHT_STEMS
+            after = self._lead_continuation(chosen, candidates, evidence, asked_terms)
+            if after is not None:
+                chosen.insert(1, after)
 
         if info is not None:
             # The engine's weak-evidence threshold reads these (idf-weighted query coverage).
@@ -1348,6 +1374,34 @@ class ExtractiveWriter:
                 )
             )
         return claims
+
+    @staticmethod
+    def _lead_continuation(
+        chosen: Sequence[_Candidate],
+        candidates: Sequence[_Candidate],
+        evidence: Sequence[EvidenceRecord],
+        asked: frozenset[str],
+    ) -> _Candidate | None:
+        """The sentence that follows the lead claim in its passage and names the lead's subject, when the
+        answer does not state it yet: a lead often says what something is and the next sentence what to do about it
+        ("MAX Drive is good for sending a one-off file to a partner …" then "Retrieving a file that has been uploaded
+        to MAX Drive does not require the recipient to have a Max.gov account"). It must share a word with the
+        question too, however few: the lead's subject alone is not what was asked."""
+        lead = chosen[0]
+        if lead.quote or lead.label:
+            return None
+        text = next((ev.text for ev in evidence if ev.id == lead.evidence_id), "")
+        end = lead.start + len(lead.text)
+        for c in candidates:
+            if c.evidence_id != lead.evidence_id or c.start < end or c.quote or c.label or c.paired or c.sides:
+                continue
+            if text[end : c.start].strip():
+                continue  # not the very next sentence
+            if any(o is c or (o.evidence_id == c.evidence_id and _overlaps(o, c)) for o in chosen):
+                return None
+            shared = (c.terms & lead.terms) - LIGHT_STEMS
+            return c if shared and c.terms & asked else None
+        return None
 
     def _candidates(
         self, evidence: Sequence[EvidenceRecord], exclude: Sequence[str], rejected: dict[str, int]

@@ -127,3 +127,13 @@ def test_a_yes_or_no_question_after_and_is_a_part_of_its_own() -> None:
     ]
     # "and" before a verb that asks nothing ("and do" without a subject) joins words, not questions.
     assert split_compound("How do I set up and do a screen share in Zoom?") is None
+
+
+def test_a_yes_or_no_question_about_a_named_office_after_and_is_a_part_of_its_own() -> None:
+    c = split_compound("What approval does the printer need, and can TTS ship the office supplies to me?")
+    assert c is not None and [p.question for p in c.parts] == [
+        "What approval does the printer need?",
+        "Can TTS ship the office supplies to me?",
+    ]
+    # A capitalised word that is not an acronym ("Concur") is not taken for a subject.
+    assert split_compound("How do I book a flight and can Concur hold it?") is None

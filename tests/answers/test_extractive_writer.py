@@ -16,6 +16,7 @@ from answers.writers.extractive import (
     ExtractiveWriter,
     ListBlock,
     group_list_blocks,
+    label_line,
     ranked_table,
     split_sentences,
     writer_release,
@@ -284,7 +285,7 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "12"}
+    assert writer_release() == {"name": "extractive", "version": "13"}
     assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "12")
 
 
@@ -405,6 +406,47 @@ def test_a_roster_line_answers_a_question_about_its_label() -> None:
 
     assert texts[0] == "Director - Star Vanamali"
     assert "18F - Dahianna Salazar Foreman" not in texts
+
+
+def test_a_forms_field_line_answers_a_question_about_the_field() -> None:
+    form = (
+        "Enter the following information in Section 3:\n\nEmployer Name: General Services Administration\n\n"
+        "Federal Employer Identification Number (FEIN): 44-0553234\n\n"
+        "Employer Address: 1800 F St. NW, Washington, D.C. 20405"
+    )
+    plan = make_plan("What's GSA's federal employer ID number for my loan forgiveness form?")
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, [make_evidence("benefits", form)])]
+
+    assert texts[0] == "Federal Employer Identification Number (FEIN): 44-0553234"
+    # A field without a number in it, or a numbered step, is still a label, not a claim.
+    assert "Employer Name: General Services Administration" not in texts
+    assert label_line("Step 1: Submit the software") is None
+
+
+def test_the_sentence_after_the_lead_that_goes_on_about_its_subject_is_stated_second() -> None:
+    page = (
+        "MAX Drive is good for sending a one-off file to a partner (for example, when their email server strips out "
+        "an attachment). Retrieving a file that has been uploaded to MAX Drive does not require the recipient to have "
+        "a Max.gov account. Other tools are listed on the collaboration page."
+    )
+    plan = make_plan("A partner's email server keeps stripping the attachment I'm trying to send them, and the file is "
+                     "sensitive. What's a good way to get it to them just this once?")  # fmt: skip
+
+    evidence = [
+        make_evidence("max", page),
+        make_evidence("drive", "Click Get shareable link, copy the link, and send it to your partner by email."),
+    ]
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, evidence)]
+
+    assert texts[0].startswith("MAX Drive is good for sending a one-off file")
+    assert texts[1].startswith("Retrieving a file that has been uploaded to MAX Drive")
+    assert not any(t.startswith("Other tools") for t in texts)
+    # Scored on its own, the sentence that goes on about MAX Drive comes after one from another page.
+    plain = ExtractiveWriter()
+    plain.continue_lead = False
+    assert not plain.write(plan, evidence)[1].text.startswith("Retrieving")
 
 
 def test_a_value_too_short_to_stand_alone_is_read_with_the_sentence_before_it() -> None:
@@ -1067,6 +1109,19 @@ def test_a_may_i_question_is_answered_first_by_the_rule_not_by_a_description() -
     # Asked what, not whether, the description leads.
     plan = make_plan("How do I notify GSA about a personal trip abroad?")
     assert ExtractiveWriter().write(plan, evidence)[0].text.startswith("Staff notify GSA")
+
+
+def test_whether_a_named_team_has_to_wait_is_answered_by_the_rule_not_by_what_it_does() -> None:
+    evidence = [
+        make_evidence("E1", "Once a report is confirmed, SecOps can award it."),
+        make_evidence("E2", "There is no need to wait until the issue is resolved to award."),
+    ]
+    plan = make_plan("Does SecOps have to wait until we ship the fix before awarding the bounty?")
+
+    assert ExtractiveWriter().write(plan, evidence)[0].citations[0].evidence_id == "E2"
+    # "Does SecOps have a ...?" asks for a thing, not whether a rule allows it.
+    plan = make_plan("Does SecOps have a report of it?")
+    assert ExtractiveWriter().write(plan, evidence)[0].citations[0].evidence_id == "E1"
 
 
 def test_a_sentence_about_the_askers_situation_alone_yields_to_one_about_what_they_ask() -> None:
