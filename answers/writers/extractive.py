@@ -605,7 +605,8 @@ _RULE_RE = re.compile(
     r"\b(?:must|required|requires|optional|allowed|permitted|eligible|prohibited|need\s+to|needs\s+to|should)\b", re.I
 )
 # "Do I still have to ...?", "Does SecOps have to wait ...?", "Am I allowed to ...?", "Is it OK to ...?", "Can I
-# still ...?", "Should I ...?": asks whether a rule allows it. Not a bare "Can I get a monitor ...?": a request, answered by how to get one.
+# still ...?", "Should I ...?": asks whether a rule allows it. Not a bare "Can I get a monitor ...?": a request,
+# answered by how to get one.
 _ASKS_RULE_RE = re.compile(
     r"\s*(?:(?:can|may)\s+(?:i|we)\s+(?:still|just|even)|should\s+(?:i|we)|(?:do|does)\s+(?:i|we|anyone|my|our)\b"
     r"(?:\s+\w+){0,3}?\s+(?:need|have|has)|(?:do|does)(?:\s+[\w'’-]+){1,3}?\s+(?:need|have|has)\s+to"
