@@ -1349,8 +1349,9 @@ class ExtractiveWriter:
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
                 continue  # says nothing the answer does not already say
             chosen.append(c)
-        if self.continue_lead and chosen and len(chosen) < max_claims:
-            # Only where the answer has room: a claim already chosen on its own score is not pushed out for it.
+        if self.continue_lead and ranked is None and chosen and len(chosen) < max_claims:
+            # Only where the answer has room: a claim already chosen on its own score is not pushed out for it. Not
+            # after a ranked table row: the next row is a figure of what did not rank first.
             asked_terms = frozenset(content_stems(query)) - form - LIGHT_STEMS
             after = self._lead_continuation(chosen, candidates, evidence, asked_terms)
             if after is not None:

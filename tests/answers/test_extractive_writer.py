@@ -286,7 +286,7 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 def test_the_writer_identifies_its_release() -> None:
     assert writer_release() == {"name": "extractive", "version": "13"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "12")
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "13")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
