@@ -1394,16 +1394,19 @@ class ExtractiveWriter:
             return None
         text = next((ev.text for ev in evidence if ev.id == lead.evidence_id), "")
         end = lead.start + len(lead.text)
-        for c in candidates:
-            if c.evidence_id != lead.evidence_id or c.start < end or c.quote or c.label or c.paired or c.sides:
-                continue
-            if text[end : c.start].strip():
-                continue  # not the very next sentence
-            if any(o is c or (o.evidence_id == c.evidence_id and _overlaps(o, c)) for o in chosen):
-                return None
-            shared = (c.terms & lead.terms) - LIGHT_STEMS
-            return c if shared and c.terms & asked else None
-        return None
+        after = end + len(text[end:]) - len(text[end:].lstrip())  # where the very next sentence starts
+        nxt = next(
+            (
+                c
+                for c in candidates
+                if c.evidence_id == lead.evidence_id and c.start == after
+                and not (c.quote or c.label or c.paired or c.sides)
+            ),
+            None,
+        )  # fmt: skip
+        if nxt is None or any(o.evidence_id == nxt.evidence_id and _overlaps(o, nxt) for o in chosen):
+            return None
+        return nxt if (nxt.terms & lead.terms) - LIGHT_STEMS and nxt.terms & asked else None
 
     def _candidates(
         self, evidence: Sequence[EvidenceRecord], exclude: Sequence[str], rejected: dict[str, int]
