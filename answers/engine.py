@@ -1107,7 +1107,9 @@ def compound_stage(run: AnswerRun) -> None:
     answered_lead: str | None = None  # the lead claim of the last part that was answered
     for spec in compound.parts:
         part = _part_run(run, spec.question)
-        kept = part.released[:COMPOUND_CLAIMS_PER_PART] if part.abstention is None else []
+        # The sentence after the part's lead is stated second and does not push the part's last claim out.
+        cap = COMPOUND_CLAIMS_PER_PART + (1 if part.info.get("lead_continued") else 0)
+        kept = part.released[:cap] if part.abstention is None else []
         carried = None
         if not kept and answered_lead is not None:
             # "…, and where do I get the Tokencode to log in to it?": "it" may be the earlier part's answer.
@@ -1115,7 +1117,8 @@ def compound_stage(run: AnswerRun) -> None:
             if carried is not None:
                 retry = _part_run(run, carried)
                 if retry.abstention is None and retry.released:
-                    part, kept = retry, retry.released[:COMPOUND_CLAIMS_PER_PART]
+                    cap = COMPOUND_CLAIMS_PER_PART + (1 if retry.info.get("lead_continued") else 0)
+                    part, kept = retry, retry.released[:cap]
                 else:
                     carried = None
         if kept:

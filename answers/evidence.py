@@ -118,9 +118,13 @@ ASKED_ROW_FACTOR = 1.3
 SET_ASIDE_CASE_FACTOR = 1.3
 ANSWER_TYPE_BONUS = 0.25  # of the query's total idf weight: a number for "how much", a date for "when"
 _NUMBER_RE = re.compile(r"\$?\d[\d,.]*\s*(?:%|percent|million|billion|weeks?|days?|hours?|months?|years?)?", re.I)
+# A date, a weekday, a time of day or a deadline ("by 3:30 PM Eastern", "by the end of the day (close of business) on
+# Friday", "within 30 days"): what a when-question asks for, as the verifier's date check reads it (verification.py).
 _DATE_RE = re.compile(
     r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
-    r"|\b(?:within|before|after|by)\s+\d+\s+(?:business\s+)?(?:days?|weeks?|months?)\b",
+    r"|\b(?:within|before|after|by)\s+\d+\s+(?:business\s+)?(?:days?|weeks?|months?)\b"
+    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|\b\d{1,2}(?::\d{2})?\s*(?:a\.?m\.?|p\.?m\.?)"
+    r"|\b(?:end\s+of\s+(?:the\s+)?(?:business\s+)?day|close\s+of\s+business)\b",
     re.I,
 )
 

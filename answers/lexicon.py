@@ -637,6 +637,8 @@ _ATTRIBUTE_SYNONYMS: dict[str, frozenset[str]] = {
         # "choose between cash and time off" is "make a selection" on the page.
         "choose": "choose chose select selection elect election pick",
         "pick": "pick choose select selection",
+        # "Can TTS ship the office supplies to me?" / "most office supplies are not able to be sent to teleworkers".
+        "ship": "ship shipped send sent mail mailed deliver delivered",
     }.items()
 }
 

@@ -63,7 +63,7 @@ WRITER_NAME = "extractive"
 # 13: the sentence right after the lead that goes on about its subject is stated second (``continue_lead``); a
 #     form's "Field name: 44-0553234" line is a labelled value; "Does SecOps have to wait …?" asks whether a rule
 #     allows it, whoever the subject
-WRITER_VERSION = "13"
+WRITER_VERSION = "14"
 
 
 def writer_release() -> dict[str, str]:
@@ -1349,13 +1349,16 @@ class ExtractiveWriter:
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
                 continue  # says nothing the answer does not already say
             chosen.append(c)
-        if self.continue_lead and ranked is None and chosen and len(chosen) < max_claims:
-            # Only where the answer has room: a claim already chosen on its own score is not pushed out for it. Not
+        if self.continue_lead and ranked is None and chosen and (len(chosen) < max_claims or max_claims > 1):
+            # One claim over ``max_claims`` where the answer is full (not where one claim was asked for): a claim
+            # already chosen on its own score is not pushed out for it, and the verifier may still drop those. Not
             # after a ranked table row: the next row is a figure of what did not rank first.
             asked_terms = frozenset(content_stems(query)) - form - LIGHT_STEMS
             after = self._lead_continuation(chosen, candidates, evidence, asked_terms)
             if after is not None:
                 chosen.insert(1, after)
+                if info is not None:  # a compound part keeps it over its own cap too (engine.compound_stage)
+                    info["lead_continued"] = True
 
         if info is not None:
             # The engine's weak-evidence threshold reads these (idf-weighted query coverage).

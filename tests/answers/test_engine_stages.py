@@ -460,3 +460,28 @@ def test_a_compound_question_with_no_answered_part_abstains(cast) -> None:
                                    "visitors use on weekends?")  # fmt: skip
     assert body["answer"]["abstention"] is not None
     assert body["answer"]["claims"] == [] and body["answer"]["unanswered_parts"] == []
+
+
+def test_a_compound_part_states_the_sentence_after_its_lead_without_dropping_its_last_claim(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "signing", "title": "Signing your commits",
+         "text": "Save your git signing key in the 1Password vault named Engineering Keys."},
+        {"id": "supplies", "title": "Office supplies",
+         "text": "Teleworkers order office supplies through the TTS supply request form. "
+                 "Each order is reviewed by the operations team within two days."},
+        {"id": "advantage", "title": "GSA Advantage",
+         "text": "Teleworkers can also order office supplies on GSA Advantage with a purchase card holder."},
+        {"id": "fiscal", "title": "Fiscal year",
+         "text": "Order office supplies for teleworkers before the fiscal year closes in September."},
+        {"id": "room", "title": "Supply room",
+         "text": "Teleworkers visiting the office can take office supplies from the supply room on the first floor."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "Where should I save my git signing key, and how do teleworkers order office "
+                                   "supplies?")  # fmt: skip
+
+    assert body["plan"]["intent"] == "compound"
+    parts = body["trace"]["compound"]["parts"]
+    claims = parts[1]["claims"]
+    assert claims[0].startswith("Teleworkers order office supplies through the TTS supply request form")
+    assert claims[1] == "Each order is reviewed by the operations team within two days."
+    assert len(claims) == 4, claims  # the part's three claims, and the sentence after its lead

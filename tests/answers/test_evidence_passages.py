@@ -178,3 +178,16 @@ def test_a_passage_carries_the_headings_it_sits_under_when_its_window_starts_bel
     hours = next(r for r in records if "4 hours" in r.text)
     assert "Voting and poll volunteering" not in hours.text
     assert hours.heading == "Administrative Leave / Voting and poll volunteering"
+
+
+def test_a_when_question_gets_the_passage_with_the_weekday_or_time_it_asks_for() -> None:
+    question = "When do I send in my timecard each week?"
+    for due in ("by Friday", "by the end of the day", "by 3:30 PM Eastern"):
+        text = (
+            "Send in your timecard each week to your supervisor.\n\nRead the FAQ.\n\n"
+            f"Send in your timecard each week {due}.\n\nRead the FAQ."
+        )
+        # Room for one passage: both share the question's words, and the one saying when answers it.
+        records, _ = build_evidence(plan(question), [chunk(text)], token_budget=14)
+
+        assert [r.text for r in records] == [f"Send in your timecard each week {due}."], due

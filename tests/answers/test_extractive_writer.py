@@ -285,8 +285,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "13"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "13")
+    assert writer_release() == {"name": "extractive", "version": "14"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "14")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -1139,3 +1139,40 @@ def test_a_sentence_about_the_askers_situation_alone_yields_to_one_about_what_th
     unweighed = ExtractiveWriter()
     unweighed.situation_only_factor = 1.0
     assert unweighed.write(plan, evidence)[0].citations[0].evidence_id == "LEAVE"
+
+
+def test_a_question_that_says_ship_finds_the_rule_that_says_sent() -> None:
+    # "ship" is what a page says as "sent".
+    supplies = make_evidence("supplies", (
+        "The supply center offers paper, pens, notebooks, and other basic office supplies. "
+        "Please note that most office supplies are not able to be sent to teleworkers."
+    ))  # fmt: skip
+    texts = [c.text for c in ExtractiveWriter().write(make_plan("Can TTS ship the office supplies to me?"), [supplies])]
+    assert texts[0] == "Please note that most office supplies are not able to be sent to teleworkers."
+
+
+def test_the_sentence_after_the_lead_is_stated_though_the_answer_is_full_but_not_past_one_claim_asked() -> None:
+    page = (
+        "After the Opportunity Network form is submitted, OHRM will review the form within 3 days. "
+        "Once approved, it is posted to the Network at once."
+    )
+    others = [
+        make_evidence("o1", "The Opportunity Network form asks for the position description and the grade."),
+        make_evidence("o2", "Submit the Opportunity Network form from the Internal Hiring page."),
+        make_evidence("o3", "Hiring managers use the form to list a detail on the Opportunity Network."),
+        make_evidence("o4", "The Opportunity Network lists details and reassignments across GSA."),
+        make_evidence("o5", "A detail submitted to the Opportunity Network names its office and its start date."),
+    ]
+    plan = make_plan("How long after I submit the Opportunity Network form does the detail go live?")
+    evidence = [make_evidence("on", page), *others]
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, evidence)]
+
+    plain = ExtractiveWriter()
+    plain.continue_lead = False
+    alone = [c.text for c in plain.write(plan, evidence)]
+    assert len(alone) == 4 and "Once approved, it is posted to the Network at once." not in alone
+    # The four claims chosen on their own scores, and the lead's next sentence second.
+    assert texts == [alone[0], "Once approved, it is posted to the Network at once.", *alone[1:]]
+    assert alone[0].startswith("After the Opportunity Network form is submitted")
+    assert len(ExtractiveWriter().write(plan, evidence, max_claims=1)) == 1
