@@ -63,6 +63,8 @@ WRITER_NAME = "extractive"
 # 13: the sentence right after the lead that goes on about its subject is stated second (``continue_lead``); a
 #     form's "Field name: 44-0553234" line is a labelled value; "Does SecOps have to wait …?" asks whether a rule
 #     allows it, whoever the subject
+# 14: the sentence right after the lead is stated though the answer is full (one claim over ``max_claims``); "ship"
+#     is what a page says as "sent" (answers/lexicon); a when-question's passage takes a weekday or a time of day
 WRITER_VERSION = "14"
 
 
@@ -1176,7 +1178,8 @@ class ExtractiveWriter:
         similarity: Callable[[str, Sequence[str]], Sequence[float]] | None = None,
         info: dict[str, Any] | None = None,
     ) -> list[DraftClaim]:
-        """Up to ``max_claims`` claims, best first; ``[]`` when no sentence qualifies.
+        """Up to ``max_claims`` claims, best first (one more where the sentence after the lead is added to a full
+        answer, ``continue_lead``, unless ``max_claims`` is 1); ``[]`` when no sentence qualifies.
 
         ``similarity(query, sentences)`` returns one score per sentence (embedding
         cosine) and is called once, with every candidate sentence, so the caller can
