@@ -1092,6 +1092,12 @@ def compare_stage(run: AnswerRun) -> None:
 COMPOUND_CLAIMS_PER_PART = 3
 
 
+def _part_claims(part: AnswerRun) -> list[ClaimOutcome]:
+    """A compound part's released claims, up to its cap: one more where the writer stated the sentence after the
+    part's lead (``info["lead_continued"]``), so that sentence does not push the part's last claim out."""
+    return part.released[: COMPOUND_CLAIMS_PER_PART + (1 if part.info.get("lead_continued") else 0)]
+
+
 def compound_stage(run: AnswerRun) -> None:
     """Answer each part of "What can I use …, and where do I get …?" as a question of its own; release
     the parts that are supported and name the ones that are not."""
@@ -1107,9 +1113,7 @@ def compound_stage(run: AnswerRun) -> None:
     answered_lead: str | None = None  # the lead claim of the last part that was answered
     for spec in compound.parts:
         part = _part_run(run, spec.question)
-        # The sentence after the part's lead is stated second and does not push the part's last claim out.
-        cap = COMPOUND_CLAIMS_PER_PART + (1 if part.info.get("lead_continued") else 0)
-        kept = part.released[:cap] if part.abstention is None else []
+        kept = _part_claims(part) if part.abstention is None else []
         carried = None
         if not kept and answered_lead is not None:
             # "…, and where do I get the Tokencode to log in to it?": "it" may be the earlier part's answer.
@@ -1117,8 +1121,7 @@ def compound_stage(run: AnswerRun) -> None:
             if carried is not None:
                 retry = _part_run(run, carried)
                 if retry.abstention is None and retry.released:
-                    cap = COMPOUND_CLAIMS_PER_PART + (1 if retry.info.get("lead_continued") else 0)
-                    part, kept = retry, retry.released[:cap]
+                    part, kept = retry, _part_claims(retry)
                 else:
                     carried = None
         if kept:

@@ -1352,7 +1352,7 @@ class ExtractiveWriter:
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
                 continue  # says nothing the answer does not already say
             chosen.append(c)
-        if self.continue_lead and ranked is None and chosen and (len(chosen) < max_claims or max_claims > 1):
+        if self.continue_lead and ranked is None and chosen and max_claims > 1:
             # One claim over ``max_claims`` where the answer is full (not where one claim was asked for): a claim
             # already chosen on its own score is not pushed out for it, and the verifier may still drop those. Not
             # after a ranked table row: the next row is a figure of what did not rank first.
