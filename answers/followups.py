@@ -60,6 +60,9 @@ _PREPOSITIONS = ("for", "in", "on", "with", "without", "during", "from", "to", "
                  "before")  # fmt: skip
 _LED_ANAPHORA_MAX_WORDS = 14
 _BOUND_ANAPHORA_MAX_WORDS = 30
+# A standalone follow-up asked again in context (``in_context``): as long as a resolved follow-up's asked clause may
+# be (lexicon._ASKED_HEAD_MAX_WORDS).
+CONTEXT_MAX_WORDS = 24
 _PRONOUNS = frozenset({"it", "its", "that", "this", "those", "these", "they", "them", "their", "there", "one"})
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
 # Conversational filler that asks about the same evidence ("why?", "tell me more about that").
@@ -90,6 +93,9 @@ class ConversationState:
     history: list[str] = field(default_factory=list)
     # Names the last answer's lead claim states that its question did not (what "that" may point at next).
     answer_names: list[str] = field(default_factory=list)
+    # The last answer's claims as released (none when it abstained): a later answer that only repeats them does not
+    # answer a new question (``turn_stages``).
+    claims: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -348,6 +354,27 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
     return Resolution(False, text, "standalone")
 
 
+def in_context(previous: ConversationState | None, text: str) -> Resolution | None:
+    """A follow-up that ``resolve_followup`` left standalone, asked in the conversation's context: its earlier
+    question appended as a resolved follow-up's is (its words weigh less, ``lexicon.weigh_earlier_turns``).  None
+    for a first question, a long one (its earlier question would not be read as the case it asks about,
+    ``lexicon.asked_clause``) or one naming a company or product of its own.
+
+    Tried only when the question as asked finds no answer (``turn_stages``): "Suppose we miss that and the site
+    gets disabled. How long after that until it's deleted for good?" says which site only in the turn before.
+    Resolved up front, such turns lost more answers than they won (docs/evaluation.md, twenty-fifth round)."""
+    text = " ".join(text.split())
+    words = _words(text)
+    if previous is None or not words or len(words) > CONTEXT_MAX_WORDS:
+        return None
+    if parse_query(text, datetime.now(UTC)).entities:
+        return None
+    base = previous.original.strip()
+    new_terms = tuple(sorted(set(content_stems(text)) - set(content_stems(previous.question)) - _PRONOUNS - _FILLER))
+    asked = _named_antecedent(previous, text)
+    return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "context", new_terms)
+
+
 def decide(previous: ConversationState | None, resolution: Resolution, perm: PermissionContext,
            index_version: int, filters_changed: bool) -> tuple[Decision, str]:  # fmt: skip
     """Reuse earlier evidence only when nothing that selects or authorises it changed."""
@@ -426,6 +453,11 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
     context (``answer_turn`` holds one for the whole turn; the stream opens one per step).
     Raises ``ApiError`` 404 ``unknown_conversation`` for an id this user does not hold
     (expired, or someone else's: the key includes tenant and user).
+
+    A follow-up left standalone that ``in_context`` can read in the conversation's context is
+    answered as asked first, to the end, before any event is sent: if that abstains, the reading
+    in context is answered too and sent instead when it answers with a claim the last answer did
+    not state (``followup.in_context`` in the trace says which).
     """
     previous: ConversationState | None = None
     if conversation_id:
@@ -445,6 +477,69 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
         # reach the new question (and its echo in the response) unless the user may still read them.
         previous = dataclasses.replace(previous, answer_names=[])
     resolution = resolve_followup(previous, question)
+    attempt = _attempt(perm, previous, resolution, extra, index_version)
+    retry = in_context(previous, question) if not resolution.is_followup else None
+    if retry is not None and previous is not None:
+        # Asked as typed first; in the conversation's context only if that finds no answer, and then used only if it
+        # says something the last answer did not (an answer that repeats it does not answer the new question).
+        events = list(attempt.events)
+        if _abstained(events[-1].data):
+            second = _attempt(perm, previous, retry, extra, index_version)
+            context_events = list(second.events)
+            if _abstained(context_events[-1].data):
+                attempt.followup["in_context"] = "no answer"
+            elif not _says_something_new(context_events[-1].data, previous):
+                attempt.followup["in_context"] = "repeats the last answer"
+            else:
+                attempt, events, resolution = second, context_events, retry
+                attempt.followup["in_context"] = "answered"
+        attempt = dataclasses.replace(attempt, events=iter(events))
+    followup = attempt.followup
+    if resolution.is_followup and previous is not None:
+        # Only a follow-up shows its rewrite (a first question is already echoed in the plan).
+        followup |= {"resolved_question": resolution.question, "previous_question": previous.question}
+    for event in attempt.events:
+        if event.kind == "plan":
+            event = engine.StageEvent("plan", event.data | {"conversation_id": conversation_id,
+                                                            "followup": dict(followup)})  # fmt: skip
+        elif event.kind == "done":
+            response = event.data
+            response["trace"]["followup"] = followup
+            response["conversation_id"] = conversation_id
+            answer = response.get("answer") or {}
+            claims = [] if answer.get("abstention") else [_norm(c.get("text", "")) for c in answer.get("claims") or []]
+            save_conversation(
+                perm,
+                conversation_id,
+                ConversationState(
+                    question=resolution.question, original=resolution.question, plan=response.get("plan") or {},
+                    filters=_filters_dict(attempt.extra),
+                    evidence=[{k: v for k, v in e.items() if k != "cited"} for e in response.get("evidence", [])],
+                    fingerprint=perm.fingerprint, acl_version=perm.acl_version, index_version=index_version,
+                    turns=(previous.turns + 1) if previous else 1,
+                    history=((previous.history if previous else []) + [question])[-10:],
+                    answer_names=_lead_claim_names(response, resolution.question),
+                    claims=claims,
+                ),
+            )  # fmt: skip
+        yield event
+
+
+# Abstentions after which a standalone follow-up is asked again in context: nothing found answered it.  Not a page
+# request, nor a company, product or period that nothing readable is about (context would not change that).
+_RETRY_REASONS = frozenset({"no_evidence", "weak_evidence", "claims_not_relevant", "all_claims_unsupported"})
+
+
+@dataclass
+class _Attempt:
+    events: Iterator[engine.StageEvent]
+    followup: dict[str, Any]
+    extra: engine.RequestFilters
+
+
+def _attempt(perm: PermissionContext, previous: ConversationState | None, resolution: Resolution,
+             extra: engine.RequestFilters, index_version: int) -> _Attempt:  # fmt: skip
+    """The answer stages of one reading of the turn (as asked, resolved, or in context), not yet run."""
     if previous is not None and resolution.is_followup and _is_empty(extra):
         extra = _filters_from(previous.filters)  # a follow-up keeps the earlier filters unless it sets its own
     filters_changed = previous is not None and _filters_dict(extra) != previous.filters
@@ -461,31 +556,21 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
         "evidence": "reused" if decision == "reuse" else "retrieved",
         "decision_reason": why,
     }
-    if resolution.is_followup and previous is not None:
-        # Only a follow-up shows its rewrite (a first question is already echoed in the plan).
-        followup |= {"resolved_question": resolution.question, "previous_question": previous.question}
-    for event in engine.answer_stages(perm, resolution.question, extra, evidence=reused):
-        if event.kind == "plan":
-            event = engine.StageEvent("plan", event.data | {"conversation_id": conversation_id,
-                                                            "followup": dict(followup)})  # fmt: skip
-        elif event.kind == "done":
-            response = event.data
-            response["trace"]["followup"] = followup
-            response["conversation_id"] = conversation_id
-            save_conversation(
-                perm,
-                conversation_id,
-                ConversationState(
-                    question=resolution.question, original=resolution.question, plan=response.get("plan") or {},
-                    filters=_filters_dict(extra),
-                    evidence=[{k: v for k, v in e.items() if k != "cited"} for e in response.get("evidence", [])],
-                    fingerprint=perm.fingerprint, acl_version=perm.acl_version, index_version=index_version,
-                    turns=(previous.turns + 1) if previous else 1,
-                    history=((previous.history if previous else []) + [question])[-10:],
-                    answer_names=_lead_claim_names(response, resolution.question),
-                ),
-            )  # fmt: skip
-        yield event
+    return _Attempt(engine.answer_stages(perm, resolution.question, extra, evidence=reused), followup, extra)
+
+
+def _abstained(response: dict[str, Any]) -> bool:
+    abstention = (response.get("answer") or {}).get("abstention") or {}
+    return bool(abstention) and abstention.get("reason") in _RETRY_REASONS
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _says_something_new(response: dict[str, Any], previous: ConversationState) -> bool:
+    said = set(previous.claims)
+    return any(_norm(c.get("text", "")) not in said for c in (response.get("answer") or {}).get("claims") or [])
 
 
 def _lead_claim_names(response: dict[str, Any], question: str) -> list[str]:

@@ -1,0 +1,77 @@
+"""A follow-up asked as a full question is answered as asked first, and in the conversation's context only when
+that finds no answer; an answer in context that repeats the last one does not count (answers/followups.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from answers.followups import ConversationState, in_context
+from tests.support import client_for, enqueue, ingest_inline, make_doc, source_for
+
+PARKING = (
+    "Employees apply for a garage parking permit through the facilities portal. "
+    "A garage parking permit costs 40 dollars per month and is deducted from your pay. "
+    "Permits are renewed every January."
+)
+BIKES = "Bicycles are kept in the basement cage next to the loading dock. The cage is open from 7 am to 7 pm."
+
+
+@pytest.fixture
+def corpus(cast):
+    src = source_for(cast.tenant_a)
+    for ext, text, title in [("parking", PARKING, "Garage parking"), ("bikes", BIKES, "Bicycle storage")]:
+        enqueue(cast.tenant_a, src, make_doc(ext, text, [["public:tenant"]], title=title))
+    ingest_inline(cast.tenant_a.pk)
+    return cast
+
+
+def ask(c: Any, question: str, cid: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"question": question} | ({"conversation_id": cid} if cid else {})
+    r = c.post("/api/v1/answers", body, format="json")
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def after(question: str, claims: list[str] | None = None) -> ConversationState:
+    return ConversationState(question=question, original=question, plan={}, filters={}, evidence=[],
+                             fingerprint="f", acl_version=1, index_version=1, claims=claims or [])  # fmt: skip
+
+
+def test_a_standalone_follow_up_is_read_in_context_only_when_short_and_naming_nothing_of_its_own() -> None:
+    previous = after("How do I apply for a garage parking permit?")
+    retry = in_context(previous, "My manager says I should get one too. How much will that set me back each month?")
+    assert retry is not None and retry.method == "context"
+    assert retry.question == ("My manager says I should get one too. How much will that set me back each month: "
+                              "How do I apply for a garage parking permit?")  # fmt: skip
+    assert in_context(None, "How much will that set me back each month?") is None
+    long_turn = " ".join(["word"] * 25) + "?"
+    assert in_context(previous, long_turn) is None
+
+
+def test_a_follow_up_that_finds_nothing_as_asked_is_answered_in_the_conversations_context(corpus) -> None:
+    c = client_for(corpus.tokens["bob"])
+    first = ask(c, "How do I apply for a garage parking permit?")
+    assert "facilities portal" in str(first["answer"]["claims"]), first["answer"]
+    question = "My manager says I should get one too. How much will that set me back each month?"
+    alone = ask(c, question)
+    assert alone["answer"]["abstention"], alone["answer"]  # asked on its own it does not say what "one" is
+    second = ask(c, question, first["conversation_id"])
+    fu = second["trace"]["followup"]
+    assert fu["is_followup"] and fu["resolution"] == "context" and fu["in_context"] == "answered", fu
+    assert fu["resolved_question"].endswith(": How do I apply for a garage parking permit?")
+    assert not second["answer"]["abstention"], second["answer"]
+    assert "40 dollars per month" in str(second["answer"]["claims"])
+
+
+def test_an_answer_in_context_that_only_repeats_the_last_one_is_not_given(corpus) -> None:
+    c = client_for(corpus.tokens["bob"])
+    first = ask(c, "How do I apply for a garage parking permit?")
+    said = [claim["text"] for claim in first["answer"]["claims"]]
+    assert said and "facilities portal" in str(said)
+    second = ask(c, "Would the payroll office withhold any taxes on that?", first["conversation_id"])
+    assert second["answer"]["abstention"], second["answer"]
+    fu = second["trace"]["followup"]
+    assert fu["resolution"] == "standalone" and fu["in_context"] == "repeats the last answer", fu
+    assert not second["answer"]["claims"]
