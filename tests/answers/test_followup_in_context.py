@@ -46,6 +46,8 @@ def test_a_standalone_follow_up_is_read_in_context_only_when_short_and_naming_no
     assert retry.question == ("My manager says I should get one too. How much will that set me back each month: "
                               "How do I apply for a garage parking permit?")  # fmt: skip
     assert in_context(None, "How much will that set me back each month?") is None
+    # A turn naming a company of its own asks about that company, not the conversation's subject.
+    assert in_context(previous, "So how much did Apple spend on research and development in that quarter?") is None
     long_turn = " ".join(["word"] * 25) + "?"
     assert in_context(previous, long_turn) is None
 
