@@ -1124,6 +1124,19 @@ def compound_stage(run: AnswerRun) -> None:
                     part, kept = retry, _part_claims(retry)
                 else:
                     carried = None
+        in_whole = None
+        if not kept and spec.question != run.plan.original:
+            # "… can I still earn travel comp time for it - and how long would I have to use it?": the second part
+            # alone does not say what "it" is.  A part that finds nothing alone is asked once more with the whole
+            # question after it, as a follow-up is read in context (answers/followups.in_context), and kept only for
+            # a claim no earlier part stated (docs/evaluation.md, twenty-sixth round).
+            in_whole = f"{spec.question.rstrip('?.! ')}: {run.plan.original.rstrip('?.! ')}?"
+            retry = _part_run(run, in_whole)
+            fresh = [o for o in _part_claims(retry) if o.text not in seen_texts] if retry.abstention is None else []
+            if fresh:
+                part, kept = retry, fresh
+            else:
+                in_whole = None
         if kept:
             answered_lead = kept[0].text
         _add_part_evidence(run, part)
@@ -1143,6 +1156,7 @@ def compound_stage(run: AnswerRun) -> None:
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
             "claims": [o.text for o in kept], **({"carried": carried} if carried else {}),
+            **({"in_whole": in_whole} if in_whole else {}),
         })  # fmt: skip
     run.info["drafted"] = len(run.outcomes)
     run.info["part_strength"] = min(strengths) if strengths else 0.0

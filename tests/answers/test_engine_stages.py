@@ -485,3 +485,30 @@ def test_a_compound_part_states_the_sentence_after_its_lead_without_dropping_its
     assert claims[0].startswith("Teleworkers order office supplies through the TTS supply request form")
     assert claims[1] == "Each order is reviewed by the operations team within two days."
     assert len(claims) == 4, claims  # the part's three claims, and the sentence after its lead
+
+
+def test_a_compound_part_that_finds_nothing_alone_is_asked_again_with_the_whole_question(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "comp", "title": "Approving travel comp time",
+         "text": "Your supervisor approves travel comp time requests in HR Links. "
+                 "Approval of travel comp time requires the travel authorization number. "
+                 "Supervisors approve travel comp time within five business days. "
+                 "A timekeeper records approved travel comp time on your timesheet."},
+        {"id": "expiry", "title": "Travel comp time expiry",
+         "text": "You have to use travel comp time within one year, or it is forfeited."},
+        {"id": "badges", "title": "Building badges",
+         "text": "Visitors sign in at the front desk and wear a badge at all times."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "I flew to a client on Sunday. Who approves travel comp time for it, and how long "
+                                   "would I have to use it?")  # fmt: skip
+
+    assert body["plan"]["intent"] == "compound"
+    first, second = body["trace"]["compound"]["parts"]
+    assert "approve" in str(first["claims"]) and "forfeited" not in str(first["claims"]), first
+    # Alone, "How long would I have to use it?" does not say what "it" is; with the whole question after it, it does.
+    assert second["question"] == "I flew to a client on Sunday. How long would I have to use it?"
+    assert second["in_whole"] == (f"{second['question'][:-1]}: I flew to a client on Sunday. Who approves travel comp "
+                                  "time for it, and how long would I have to use it?"), second  # fmt: skip
+    assert second["claims"] == ["You have to use travel comp time within one year, or it is forfeited."], second
+    assert not body["trace"]["compound"]["unanswered"]
+    assert "within one year" in str(body["answer"]["claims"])
