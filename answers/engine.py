@@ -1100,7 +1100,9 @@ def _part_claims(part: AnswerRun) -> list[ClaimOutcome]:
 
 def compound_stage(run: AnswerRun) -> None:
     """Answer each part of "What can I use …, and where do I get …?" as a question of its own; release
-    the parts that are supported and name the ones that are not."""
+    the parts that are supported and name the ones that are not.  A part that finds nothing is asked again,
+    first with what an earlier part's answer named in place of its pronoun (``carried_part``), then with the
+    whole question after it (``in_whole``)."""
     compound = split_compound(run.plan.original)
     if compound is None:  # the planner said compound; fail closed like compare_stage
         run.scope_abstention = Abstention("weak_evidence", "The parts of the question could not be told apart.")
@@ -1131,10 +1133,10 @@ def compound_stage(run: AnswerRun) -> None:
             # question after it, as a follow-up is read in context (answers/followups.in_context), and kept only for
             # a claim no earlier part stated (docs/evaluation.md, twenty-sixth round).
             in_whole = f"{spec.question.rstrip('?.! ')}: {run.plan.original.rstrip('?.! ')}?"
-            retry = _part_run(run, in_whole)
-            fresh = [o for o in _part_claims(retry) if o.text not in seen_texts] if retry.abstention is None else []
+            whole = _part_run(run, in_whole)
+            fresh = [o for o in _part_claims(whole) if o.text not in seen_texts] if whole.abstention is None else []
             if fresh:
-                part, kept = retry, fresh
+                part, kept = whole, fresh
             else:
                 in_whole = None
         if kept:
