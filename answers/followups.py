@@ -486,7 +486,8 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
         if _abstained(events[-1].data):
             second = _attempt(perm, previous, retry, extra, index_version)
             context_events = list(second.events)
-            if _abstained(context_events[-1].data):
+            answered = context_events[-1].data.get("answer") or {}
+            if answered.get("abstention") or not answered.get("claims"):
                 attempt.followup["in_context"] = "no answer"
             elif not _says_something_new(context_events[-1].data, previous):
                 attempt.followup["in_context"] = "repeats the last answer"
