@@ -61,7 +61,7 @@ from answers.contracts import (
 )
 from answers.evidence import build_evidence, narrow_to_answer_type, table_records
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import asked_clause, asks_superlative, content_stems, version_key
+from answers.lexicon import asked_before, asked_clause, asks_superlative, content_stems, version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
@@ -1132,7 +1132,7 @@ def compound_stage(run: AnswerRun) -> None:
             # alone does not say what "it" is.  A part that finds nothing alone is asked once more with the whole
             # question after it, as a follow-up is read in context (answers/followups.in_context), and kept only for
             # a claim no earlier part stated (docs/evaluation.md, twenty-sixth round).
-            in_whole = f"{spec.question.rstrip('?.! ')}: {run.plan.original.rstrip('?.! ')}?"
+            in_whole = asked_before(spec.question, run.plan.original)
             whole = _part_run(run, in_whole)
             fresh = [o for o in _part_claims(whole) if o.text not in seen_texts] if whole.abstention is None else []
             if fresh:

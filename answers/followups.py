@@ -40,7 +40,7 @@ from django.core.cache import cache
 from answers import engine
 from answers.comparisons import compares_back
 from answers.contracts import EvidenceRecord, to_jsonable
-from answers.lexicon import STOPWORDS, asked_clause, content_stems, starts_as_question
+from answers.lexicon import STOPWORDS, asked_before, asked_clause, content_stems, normalise_ws, starts_as_question
 from answers.query_parser import parse_query
 from answers.writers.extractive import new_names
 from core.errors import ApiError
@@ -299,11 +299,11 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
         # question saying what it is a case of (lexicon.asked_clause), not glued onto its end.
         asked = condition.group(1)
         asked = _named_antecedent(previous, asked[:1].upper() + asked[1:])
-        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "condition", new_terms)
+        return Resolution(True, asked_before(asked, base), "condition", new_terms)
     if compares_back(text):
         # "How does that compare with NVIDIA's in its quarter ended July 30, 2023?" names a company and a period of
         # its own, however long, and still compares with the last answer (answers/comparisons._compared_back).
-        return Resolution(True, f"{text.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+        return Resolution(True, asked_before(text, base), "anaphora", new_terms)
     posed = re.match(r"[^,]+,\s*(.+)", fragment)
     if lead and (
         (starts_as_question(fragment) and not re.match(r"(?:what|how)\s+about\b", fragment, re.I))
@@ -314,7 +314,7 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
         # last one was about, not a scope glued onto its end.
         asked = fragment if posed is None or starts_as_question(fragment) else text
         asked = _named_antecedent(previous, asked[:1].upper() + asked[1:])
-        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+        return Resolution(True, asked_before(asked, base), "anaphora", new_terms)
     if (lead or starts_with_prep) and frag_words and len(frag_words) <= 8:
         if starts_with_prep:
             prep = frag_words[0]
@@ -339,7 +339,7 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
             asked = text[lead.end() :]
             asked = asked[:1].upper() + asked[1:]
         asked = _named_antecedent(previous, asked)
-        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+        return Resolution(True, asked_before(asked, base), "anaphora", new_terms)
     if (
         len(words) <= _BOUND_ANAPHORA_MAX_WORDS
         and any(w in _PRONOUNS for w in words)
@@ -350,7 +350,7 @@ def resolve_followup(previous: ConversationState | None, text: str) -> Resolutio
         # about Microsoft: a turn that names no company or product of its own and points back is about the one
         # the conversation is about, however long; asked alone it would be answered from any company's filing.
         asked = _named_antecedent(previous, text)
-        return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "anaphora", new_terms)
+        return Resolution(True, asked_before(asked, base), "anaphora", new_terms)
     return Resolution(False, text, "standalone")
 
 
@@ -372,7 +372,7 @@ def in_context(previous: ConversationState | None, text: str) -> Resolution | No
     base = previous.original.strip()
     new_terms = tuple(sorted(set(content_stems(text)) - set(content_stems(previous.question)) - _PRONOUNS - _FILLER))
     asked = _named_antecedent(previous, text)
-    return Resolution(True, f"{asked.rstrip('?.! ')}: {base.rstrip('?.! ')}?", "context", new_terms)
+    return Resolution(True, asked_before(asked, base), "context", new_terms)
 
 
 def decide(previous: ConversationState | None, resolution: Resolution, perm: PermissionContext,
@@ -483,7 +483,7 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
         # Asked as typed first; in the conversation's context only if that finds no answer, and then used only if it
         # says something the last answer did not (an answer that repeats it does not answer the new question).
         events = list(attempt.events)
-        if _abstained(events[-1].data):
+        if _found_no_answer(events[-1].data):
             second = _attempt(perm, previous, retry, extra, index_version)
             context_events = list(second.events)
             answered = context_events[-1].data.get("answer") or {}
@@ -508,7 +508,7 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
             response["trace"]["followup"] = followup
             response["conversation_id"] = conversation_id
             answer = response.get("answer") or {}
-            claims = [] if answer.get("abstention") else [_norm(c.get("text", "")) for c in answer.get("claims") or []]
+            claims = [normalise_ws(c.get("text", "")) for c in answer.get("claims") or []]  # none when it abstained
             save_conversation(
                 perm,
                 conversation_id,
@@ -560,18 +560,14 @@ def _attempt(perm: PermissionContext, previous: ConversationState | None, resolu
     return _Attempt(engine.answer_stages(perm, resolution.question, extra, evidence=reused), followup, extra)
 
 
-def _abstained(response: dict[str, Any]) -> bool:
+def _found_no_answer(response: dict[str, Any]) -> bool:
     abstention = (response.get("answer") or {}).get("abstention") or {}
     return bool(abstention) and abstention.get("reason") in _RETRY_REASONS
 
 
-def _norm(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _says_something_new(response: dict[str, Any], previous: ConversationState) -> bool:
     said = set(previous.claims)
-    return any(_norm(c.get("text", "")) not in said for c in (response.get("answer") or {}).get("claims") or [])
+    return any(normalise_ws(c.get("text", "")) not in said for c in (response.get("answer") or {}).get("claims") or [])
 
 
 def _lead_claim_names(response: dict[str, Any], question: str) -> list[str]:

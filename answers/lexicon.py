@@ -369,6 +369,13 @@ _LED_CONDITION_RE = re.compile(r"\s*(?:(?:and|but|so|also)\s*,?\s+)?(?:what\s+)?
 _ASKED_HEAD_MAX_WORDS = 24
 
 
+def asked_before(asked: str, earlier: str) -> str:
+    """``asked`` followed by the ``earlier`` question it leans on, the form ``asked_clause`` takes apart ("Can I take
+    it intermittently: How much paid parental leave do I get?"): a resolved follow-up, a follow-up read in its
+    conversation's context, a compound part read with its whole question."""
+    return f"{asked.rstrip('?.! ')}: {earlier.rstrip('?.! ')}?"
+
+
 def asked_clause(question: str) -> str:
     """The question the user asked last in a resolved follow-up ("Can I take it intermittently: How much
     paid parental leave do I get?", answers/followups.py): its kind of answer (a yes/no, not an amount)
