@@ -178,6 +178,9 @@ class DraftClaim:
     id: str
     text: str
     citations: tuple[Citation, ...]
+    # Stated past the writer's claim limit (writers/extractive.py ``extra_claims``): shown like any claim, but it
+    # neither raises the evidence strength nor lowers the weak-evidence bar (engine.write_verify_stage).
+    extra: bool = False
 
 
 @dataclass(frozen=True)

@@ -390,6 +390,7 @@ class ClaimOutcome:
                 for c in self.draft.citations
             ],  # fmt: skip
             "verification": to_jsonable(self.verification) | {"kept": self.kept},
+            "extra": self.draft.extra,  # stated past the writer's limit; decided nothing (DraftClaim.extra)
         }
 
 
@@ -475,6 +476,8 @@ def _draft_and_verify(plan: QueryPlan, evidence: list[EvidenceRecord], writer: A
         kept_any = False
         missing_answer_type = False
         for draft in drafts:
+            if draft.extra and not kept_any:
+                break  # extras come last, and are stated only beside a kept claim of the writer's own limit
             outcome = verify_one(draft, plan, by_id, attempt=attempt)
             kept_any = kept_any or outcome.kept
             missing_answer_type = missing_answer_type or not outcome.verification.relevant
@@ -1180,8 +1183,9 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
             if not outcome.kept:
                 continue
             held.append(outcome)
-            best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records, run.plan)))
-            bar = min(bar, weak_evidence_bar(run.plan, [outcome]))  # the bar only falls as claims are kept
+            if not outcome.draft.extra:  # an extra claim is shown with the others, and decides nothing
+                best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records, run.plan)))
+                bar = min(bar, weak_evidence_bar(run.plan, [outcome]))  # the bar only falls as claims are kept
             if best >= bar:
                 for o in held:
                     run.shown.append(o)
@@ -1207,8 +1211,9 @@ def conflict_stage(run: AnswerRun) -> None:
 def abstain_stage(run: AnswerRun) -> None:
     """Release the kept claims, or abstain with a reason."""
     kept = [o for o in run.outcomes if o.kept]
-    run.strength = evidence_strength(run.plan, [t for o in kept for t in _cited_texts(o, run.records, run.plan)])
-    bar = run.info["weak_evidence_bar"] = weak_evidence_bar(run.plan, kept)
+    deciding = [o for o in kept if not o.draft.extra]  # extra claims are shown, not weighed (DraftClaim.extra)
+    run.strength = evidence_strength(run.plan, [t for o in deciding for t in _cited_texts(o, run.records, run.plan)])
+    bar = run.info["weak_evidence_bar"] = weak_evidence_bar(run.plan, deciding)
     if run.multi_hop or run.compare:
         # Each hop (each figure) already cleared the checks on its own question.
         run.strength = 1.0 if kept and run.conclusion else run.strength

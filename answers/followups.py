@@ -96,6 +96,8 @@ class ConversationState:
     # The last answer's claims as released (none when it abstained): a later answer that only repeats them does not
     # answer a new question (``turn_stages``).
     claims: list[str] = field(default_factory=list)
+    # The documents those claims cite: an answer to the next turn that cites none of them is about something else.
+    cited_documents: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -360,9 +362,11 @@ def in_context(previous: ConversationState | None, text: str) -> Resolution | No
     for a first question, a long one (its earlier question would not be read as the case it asks about,
     ``lexicon.asked_clause``) or one naming a company or product of its own.
 
-    Tried only when the question as asked finds no answer (``turn_stages``): "Suppose we miss that and the site
-    gets disabled. How long after that until it's deleted for good?" says which site only in the turn before.
-    Resolved up front, such turns lost more answers than they won (docs/evaluation.md, twenty-fifth round)."""
+    Tried only when the question as asked finds no answer, or answers only from documents the last answer did not
+    cite (``turn_stages``): "Suppose we miss that and the site gets disabled. How long after that until it's deleted
+    for good?" says which site only in the turn before, and "What kind should I ask for if I'll only use it now and
+    then?" after "Where do I request a Mural account?" finds other tools' pages on its own.  Resolved up front, such
+    turns lost more answers than they won (docs/evaluation.md, twenty-fifth and twenty-seventh rounds)."""
     text = " ".join(text.split())
     words = _words(text)
     if previous is None or not words or len(words) > CONTEXT_MAX_WORDS:
@@ -455,9 +459,10 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
     (expired, or someone else's: the key includes tenant and user).
 
     A follow-up left standalone that ``in_context`` can read in the conversation's context is
-    answered as asked first, to the end, before any event is sent: if that abstains, the reading
-    in context is answered too and sent instead when it answers with a claim the last answer did
-    not state (``followup.in_context`` in the trace says which).
+    answered as asked first, to the end, before any event is sent: if that abstains, or answers only
+    from documents the last answer did not cite, the reading in context is answered too and sent
+    instead when it answers with a claim the last answer did not state (in the second case, a claim
+    that cites a document the last answer cited); ``followup.in_context`` in the trace says which.
     """
     previous: ConversationState | None = None
     if conversation_id:
@@ -480,10 +485,12 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
     attempt = _attempt(perm, previous, resolution, extra, index_version)
     retry = in_context(previous, question) if not resolution.is_followup else None
     if retry is not None and previous is not None:
-        # Asked as typed first; in the conversation's context only if that finds no answer, and then used only if it
-        # says something the last answer did not (an answer that repeats it does not answer the new question).
+        # Asked as typed first; in the conversation's context only if that finds no answer or answers from other
+        # documents than the last answer's, and then used only if it says something the last answer did not (an
+        # answer that repeats it does not answer the new question), in the second case from one of its documents.
         events = list(attempt.events)
-        if _found_no_answer(events[-1].data):
+        off_topic = off_the_conversation(events[-1].data, previous)
+        if _found_no_answer(events[-1].data) or off_topic:
             second = _attempt(perm, previous, retry, extra, index_version)
             context_events = list(second.events)
             answered = context_events[-1].data.get("answer") or {}
@@ -491,6 +498,8 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
                 attempt.followup["in_context"] = "no answer"
             elif not _says_something_new(context_events[-1].data, previous):
                 attempt.followup["in_context"] = "repeats the last answer"
+            elif off_topic and not says_something_new_from_its_documents(context_events[-1].data, previous):
+                attempt.followup["in_context"] = "nothing new from the conversation's documents"
             else:
                 attempt, events, resolution = second, context_events, retry
                 attempt.followup["in_context"] = "answered"
@@ -521,6 +530,7 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
                     history=((previous.history if previous else []) + [question])[-10:],
                     answer_names=_lead_claim_names(response, resolution.question),
                     claims=claims,
+                    cited_documents=sorted({e["document_id"] for e in response.get("evidence", []) if e.get("cited")}),
                 ),
             )  # fmt: skip
         yield event
@@ -563,6 +573,32 @@ def _attempt(perm: PermissionContext, previous: ConversationState | None, resolu
 def _found_no_answer(response: dict[str, Any]) -> bool:
     abstention = (response.get("answer") or {}).get("abstention") or {}
     return bool(abstention) and abstention.get("reason") in _RETRY_REASONS
+
+
+def _claim_documents(response: dict[str, Any]) -> list[tuple[str, set[Any]]]:
+    """Each released claim's text and the documents it cites (none when the response abstained)."""
+    answer = response.get("answer") or {}
+    if answer.get("abstention"):
+        return []
+    docs = {e.get("id"): e.get("document_id") for e in response.get("evidence") or []}
+    return [
+        (normalise_ws(str(c.get("text", ""))), {docs.get(cite.get("evidence_id")) for cite in c.get("citations") or []})
+        for c in answer.get("claims") or []
+    ]
+
+
+def off_the_conversation(response: dict[str, Any], previous: ConversationState) -> bool:
+    """Whether the response answers, and from none of the documents the last answer cited (False when that one
+    abstained: the conversation has no documents to be off)."""
+    earlier = set(previous.cited_documents)
+    claims = _claim_documents(response)
+    return bool(earlier) and bool(claims) and not any(cited & earlier for _text, cited in claims)
+
+
+def says_something_new_from_its_documents(response: dict[str, Any], previous: ConversationState) -> bool:
+    """Whether the response states a claim the last answer did not, citing a document the last answer cited."""
+    earlier, said = set(previous.cited_documents), set(previous.claims)
+    return any(text not in said and cited & earlier for text, cited in _claim_documents(response))
 
 
 def _says_something_new(response: dict[str, Any], previous: ConversationState) -> bool:

@@ -66,6 +66,9 @@ class ClaimSerializer(serializers.Serializer):
     text = serializers.CharField()
     citations = CitationSerializer(many=True)
     verification = serializers.DictField()
+    extra = serializers.BooleanField(
+        help_text="Stated past the writer's claim limit: shown with the others, it did not decide whether to answer."
+    )
 
 
 class AbstentionSerializer(serializers.Serializer):

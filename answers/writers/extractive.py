@@ -65,7 +65,9 @@ WRITER_NAME = "extractive"
 #     allows it, whoever the subject
 # 14: the sentence right after the lead is stated though the answer is full (one claim over ``max_claims``); "ship"
 #     is what a page says as "sent" (answers/lexicon); a when-question's passage takes a weekday or a time of day
-WRITER_VERSION = "14"
+# 15: up to two claims past ``max_claims`` as extras (``extra_claims``, ``DraftClaim.extra``); "how soon", "how
+#     quickly", "how early" and "how far in advance / ahead" ask for a number
+WRITER_VERSION = "15"
 
 
 def writer_release() -> dict[str, str]:
@@ -633,7 +635,7 @@ def _asked_shape(query: str) -> str:
     who is the head of), "rule" (whether a rule allows it), or ""."""
     clause = asked_clause(query)
     q = clause.lower()
-    if re.search(r"\bhow (?:much|many|long|often|large|big)\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
+    if re.search(r"\bhow (?:much|many|long|often|large|big|soon|quickly|early|far (?:in advance|ahead))\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
                  r"amount|number|total|cost|rate|percentage)\b", q):  # fmt: skip
         return "number"
     if re.search(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bdeadline\b", q) and not asks_for_a_case(q):
@@ -1168,6 +1170,8 @@ class ExtractiveWriter:
     # question ("Please note, GSA IT does not provide wireless peripherals." then "Wireless peripherals can be
     # purchased by the business unit, but only upon TTS leadership approval.") is stated second.
     continue_lead = True
+    # Claims stated past ``max_claims`` (``write``), on the same relative cutoff and redundancy checks.
+    extra_claims = 2
 
     def write(
         self,
@@ -1334,8 +1338,9 @@ class ExtractiveWriter:
         # final approval from the TTS Outreach team …") is stated with it.
         continued = {(c.evidence_id, c.start): c for c in candidates if c.sides}
         chosen: list[_Candidate] = []
+        limit = max_claims + (self.extra_claims if max_claims > 1 else 0)
         for c in qualified:
-            if len(chosen) >= max_claims or c.score < self.relative_cutoff * best:
+            if len(chosen) >= limit or c.score < self.relative_cutoff * best:
                 break
             whole = continued.get((c.evidence_id, c.start))
             if whole is not None and not c.sides and whole.text.startswith(c.text):
@@ -1352,6 +1357,11 @@ class ExtractiveWriter:
             if chosen and _covered(c.terms, [o.terms for o in chosen]) >= self.redundant_coverage:
                 continue  # says nothing the answer does not already say
             chosen.append(c)
+        # Claims past ``max_claims`` are stated too (the second fact of a two-part question is often the fifth best
+        # sentence), but they are extras: the engine does not let them raise the evidence strength or lower its bar,
+        # so whether the question is answered at all is decided as before (``DraftClaim.extra``).
+        extras = chosen[max_claims:]
+        chosen = chosen[:max_claims]
         if self.continue_lead and ranked is None and chosen and max_claims > 1:
             # One claim over ``max_claims`` where the answer is full (not where one claim was asked for): a claim
             # already chosen on its own score is not pushed out for it, and the verifier may still drop those. Not
@@ -1359,6 +1369,7 @@ class ExtractiveWriter:
             asked_terms = frozenset(content_stems(query)) - form - LIGHT_STEMS
             after = self._lead_continuation(chosen, candidates, evidence, asked_terms)
             if after is not None:
+                extras = [c for c in extras if c is not after]
                 chosen.insert(1, after)
                 if info is not None:  # a compound part keeps it over its own cap too (engine.compound_stage)
                     info["lead_continued"] = True
@@ -1366,8 +1377,10 @@ class ExtractiveWriter:
         if info is not None:
             # The engine's weak-evidence threshold reads these (idf-weighted query coverage).
             info["scores"] = {f"c{i}": round(c.lexical, 4) for i, c in enumerate(chosen, start=1)}
+        base = len(chosen)
+        chosen += extras
         claims: list[DraftClaim] = []
-        for c in chosen:
+        for i, c in enumerate(chosen):
             text, quote = c.text, c.quote or c.text
             focused = None if c.quote else focus_table_row(c.text, plan.period_scope, plan.original)
             if focused is not None:
@@ -1378,7 +1391,10 @@ class ExtractiveWriter:
                 continue  # the same figure in two tables (a note and the MD&A), focused to the same cell
             claims.append(
                 DraftClaim(
-                    id=f"c{len(claims) + 1}", text=text, citations=(Citation(evidence_id=c.evidence_id, quote=quote),)
+                    id=f"c{len(claims) + 1}",
+                    text=text,
+                    citations=(Citation(evidence_id=c.evidence_id, quote=quote),),
+                    extra=i >= base,
                 )
             )
         return claims

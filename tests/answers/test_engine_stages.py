@@ -512,3 +512,24 @@ def test_a_compound_part_that_finds_nothing_alone_is_asked_again_with_the_whole_
     assert second["claims"] == ["You have to use travel comp time within one year, or it is forfeited."], second
     assert not body["trace"]["compound"]["unanswered"]
     assert "within one year" in str(body["answer"]["claims"])
+
+
+def test_claims_past_the_writers_limit_are_sent_last_and_marked_extra(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": f"desk{i}", "title": f"Standing desks {i}", "text": text}
+        for i, text in enumerate([
+            "Employees request a standing desk for the office through the facilities portal.",
+            "A standing desk converter sits on top of a regular office desk.",
+            "Standing desk motors in the office are rated for 80 kilograms.",
+            "Each office standing desk has a memory keypad with four presets.",
+            "Standing desk surfaces in the office come in oak and white.",
+            "Standing desk frames for the office ship flat in two boxes.",
+        ])
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "How do employees request a standing desk for the office?")
+
+    assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
+    extra = [c["extra"] for c in body["answer"]["claims"]]
+    assert extra[0] is False and True in extra, extra
+    assert extra == sorted(extra), extra  # the writer's own four (and the lead's next sentence) first
+    assert extra.count(False) <= 5 and extra.count(True) <= 2, extra

@@ -148,10 +148,18 @@ def test_every_claim_is_a_verbatim_sentence_that_passes_verification() -> None:
         assert result.kept and result.method == "verbatim"
 
 
-def test_claim_ids_are_sequential_and_max_claims_is_respected() -> None:
+def test_claim_ids_are_sequential_and_claims_past_max_claims_are_extras() -> None:
     plan = make_plan("replication subscriptions upgrade parallel apply")
     claims = ExtractiveWriter().write(plan, EVIDENCE, max_claims=2)
-    assert [c.id for c in claims] == ["c1", "c2"]
+    assert [c.id for c in claims] == [f"c{i}" for i in range(1, len(claims) + 1)]
+    assert [c.extra for c in claims[:2]] == [False, False]
+    assert 2 < len(claims) <= 2 + ExtractiveWriter.extra_claims
+    assert all(c.extra for c in claims[2:])
+
+
+def test_one_claim_asked_for_is_one_claim() -> None:
+    plan = make_plan("replication subscriptions upgrade parallel apply")
+    assert len(ExtractiveWriter().write(plan, EVIDENCE, max_claims=1)) == 1
 
 
 def test_sentences_containing_an_excluded_term_are_skipped() -> None:
@@ -285,8 +293,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "14"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "14")
+    assert writer_release() == {"name": "extractive", "version": "15"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "15")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -1176,3 +1184,38 @@ def test_the_sentence_after_the_lead_is_stated_though_the_answer_is_full_but_not
     assert texts == [alone[0], "Once approved, it is posted to the Network at once.", *alone[1:]]
     assert alone[0].startswith("After the Opportunity Network form is submitted")
     assert len(ExtractiveWriter().write(plan, evidence, max_claims=1)) == 1
+
+
+@pytest.mark.parametrize("asked", ["How soon", "How quickly", "How far in advance", "How far ahead"])
+def test_how_soon_or_how_far_ahead_is_answered_by_the_sentence_with_a_length_of_time(asked: str) -> None:
+    evidence = [
+        make_evidence("home", "The service desk ships replacement laptops to your home address."),
+        make_evidence("days", "The service desk ships replacement laptops within 5 business days."),
+    ]
+    plan = make_plan(f"{asked} does the service desk ship a replacement laptop?")
+    assert ExtractiveWriter().write(plan, evidence)[0].citations[0].evidence_id == "days"
+
+
+def test_the_second_fact_of_a_two_part_question_is_stated_as_an_extra_claim() -> None:
+    # Five sentences about the booking outrank the one that says who pays; it is stated past the four claims.
+    booking = [
+        make_evidence(f"b{i}", text)
+        for i, text in enumerate([
+            "Cancel the conference hotel booking in Concur if your conference request is denied.",
+            "A conference hotel booking in Concur shows any nonrefundable fee on the trip's itinerary.",
+            "Concur lists conference hotel rooms at the government rate, some with a nonrefundable fee.",
+            "Someone on the travel team can look up a conference hotel booking in Concur.",
+            "Your conference request is decided by the training lead before any Concur hotel booking.",
+        ])
+    ]  # fmt: skip
+    pays = make_evidence(
+        "fee", "Charges that are not pre-approved are the traveler's liability: the traveler pays them."
+    )
+    plan = make_plan("Will someone cancel my conference hotel booking in Concur, and who pays a nonrefundable fee?")
+    limited = ExtractiveWriter()
+    limited.extra_claims = 0
+    assert [c.citations[0].evidence_id for c in limited.write(plan, [*booking, pays])] == ["b1", "b0", "b3", "b2"]
+    claims = ExtractiveWriter().write(plan, [*booking, pays])
+    assert [(c.citations[0].evidence_id, c.extra) for c in claims] == [
+        ("b1", False), ("b0", False), ("b3", False), ("b2", False), ("b4", True), ("fee", True)
+    ]  # fmt: skip

@@ -3,11 +3,17 @@ that finds no answer; an answer in context that repeats the last one does not co
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
-from answers.followups import ConversationState, in_context
+from answers.followups import (
+    ConversationState,
+    in_context,
+    off_the_conversation,
+    says_something_new_from_its_documents,
+)
 from tests.support import client_for, enqueue, ingest_inline, make_doc, source_for
 
 PARKING = (
@@ -77,3 +83,34 @@ def test_an_answer_in_context_that_only_repeats_the_last_one_is_not_given(corpus
     fu = second["trace"]["followup"]
     assert fu["resolution"] == "standalone" and fu["in_context"] == "repeats the last answer", fu
     assert not second["answer"]["claims"]
+
+
+def response(*claims: tuple[str, int]) -> dict[str, Any]:
+    """An answer as the API sends it: each claim cites one evidence record of the given document."""
+    return {
+        "answer": {"abstention": None, "claims": [
+            {"text": text, "citations": [{"evidence_id": f"E{doc}"}]} for text, doc in claims
+        ]},
+        "evidence": [{"id": f"E{doc}", "document_id": doc} for _text, doc in claims],
+    }  # fmt: skip
+
+
+def test_an_answer_citing_none_of_the_last_answers_documents_is_off_the_conversation() -> None:
+    previous = dataclasses.replace(after("Where do I request a Mural account?", ["Post in #admins-mural."]),
+                                   cited_documents=[7])  # fmt: skip
+    elsewhere = response(("If what you want to use isn't there, ask #infrastructure.", 3))
+    assert off_the_conversation(elsewhere, previous)
+    assert not off_the_conversation(response(("Request only Guest access if you use Mural irregularly.", 7)), previous)
+    # After an abstention the conversation has no documents to be off.
+    assert not off_the_conversation(elsewhere, dataclasses.replace(previous, cited_documents=[]))
+    assert not off_the_conversation({"answer": {"abstention": {"reason": "weak_evidence"}, "claims": []}}, previous)
+
+
+def test_an_answer_in_context_counts_only_for_a_new_claim_from_the_last_answers_documents() -> None:
+    previous = dataclasses.replace(after("Where do I request a Mural account?", ["Post in #admins-mural."]),
+                                   cited_documents=[7])  # fmt: skip
+    new_here = response(("Request only Guest access if you use Mural irregularly.", 7))
+    assert says_something_new_from_its_documents(new_here, previous)
+    # A repeat from the conversation's page beside a new sentence from another page says nothing new about it.
+    repeat_and_elsewhere = response(("Post in #admins-mural.", 7), ("Ask #infrastructure.", 3))
+    assert not says_something_new_from_its_documents(repeat_and_elsewhere, previous)
