@@ -179,7 +179,8 @@ class DraftClaim:
     text: str
     citations: tuple[Citation, ...]
     # Stated past the writer's claim limit (writers/extractive.py ``extra_claims``): shown like any claim, but it
-    # neither raises the evidence strength nor lowers the weak-evidence bar (engine.write_verify_stage).
+    # neither raises the evidence strength nor lowers the weak-evidence bar (engine.write_verify_stage). A conflict
+    # it takes part in is still found and shown (engine.conflict_stage), as any kept claim's is.
     extra: bool = False
 
 

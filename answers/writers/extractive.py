@@ -635,8 +635,9 @@ def _asked_shape(query: str) -> str:
     who is the head of), "rule" (whether a rule allows it), or ""."""
     clause = asked_clause(query)
     q = clause.lower()
-    if re.search(r"\bhow (?:much|many|long|often|large|big|soon|quickly|early|far (?:in advance|ahead))\b|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|"
-                 r"amount|number|total|cost|rate|percentage)\b", q):  # fmt: skip
+    if re.search(r"\bhow (?:much|many|long|often|large|big|soon|quickly|early|far (?:in advance|ahead))\b"
+                 r"|\bwhat (?:was|is|were|are) .*\b(?:revenue|sales|income|amount|number|total|cost|rate|percentage)\b",
+                 q):  # fmt: skip
         return "number"
     if re.search(r"\bwhen\b|\bwhat (?:date|day|time)\b|\bdeadline\b", q) and not asks_for_a_case(q):
         return "date"  # "When am I not allowed to …?" asks for a case, not a date
