@@ -45,13 +45,15 @@ def answer_blocks(response: Mapping[str, Any], *, trace_id: str, audience: str) 
     evidence = {e["id"]: e for e in response.get("evidence", [])}
     order: list[str] = []
     lines: list[str] = []
+    extra_lines: list[str] = []  # stated past the writer's four: shown apart, as the portal does
     for claim in answer.get("claims", []):
         markers = []
         for c in claim.get("citations", []):
             if c["evidence_id"] not in order:
                 order.append(c["evidence_id"])
             markers.append(f"[{order.index(c['evidence_id']) + 1}]")
-        lines.append(f"{escape_mrkdwn(claim.get('text', ''))} {''.join(markers)}".strip())
+        line = f"{escape_mrkdwn(claim.get('text', ''))} {''.join(markers)}".strip()
+        (extra_lines if claim.get("extra") else lines).append(line)
     blocks: list[dict[str, Any]] = []
     abstention = answer.get("abstention")
     if abstention or not lines:
@@ -78,6 +80,9 @@ def answer_blocks(response: Mapping[str, Any], *, trace_id: str, audience: str) 
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": (
                 "*Computed from the cited sources:* " + escape_mrkdwn(str(answer["conclusion"])))[:2900]}})  # fmt: skip
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:2900]}})
+        if extra_lines:
+            also = "*Also in the sources:*\n" + "\n".join(f"• {line}" for line in extra_lines)
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": also[:2900]}})
         fallback = " ".join(escape_mrkdwn(c.get("text", "")) for c in answer.get("claims", []))[:2900]
     if order:
         src_lines = []

@@ -77,6 +77,13 @@
     this.body = article.appendChild(el("div", { className: "answer-body", "aria-live": "polite" }));
     this.claimList = el("ol", { className: "claims" });
     this.body.appendChild(this.claimList);
+    // Claims the writer stated past its own four ("extra" in the API): verified like the others, but they did not
+    // decide whether to answer, so they are shown apart, after the answer.
+    this.extraSection = el("section", { className: "claims-extra", "aria-labelledby": this.id + "-xh" });
+    this.extraSection.appendChild(el("h3", { id: this.id + "-xh" }, "Also in the sources"));
+    this.extraList = this.extraSection.appendChild(el("ol", { className: "claims" }));
+    this.extraSection.hidden = true;
+    this.body.appendChild(this.extraSection);
     this.notices = article.appendChild(el("div", { className: "notices" }));
     var aside = el("section", { className: "sources", "aria-labelledby": this.id + "-sh" });
     aside.appendChild(el("h3", { id: this.id + "-sh" }, "Sources"));
@@ -183,18 +190,25 @@
     });
     li.appendChild(this.flagControl({ claim_id: claim.id, claim_text: claim.text,
       evidence_id: ((claim.citations || [])[0] || {}).evidence_id }, "this claim"));
-    this.claimList.appendChild(li);
+    if (claim.extra) {
+      li.className += " claim-extra";
+      this.extraList.appendChild(li);
+      this.extraSection.hidden = false;
+    } else {
+      this.claimList.appendChild(li);
+    }
   };
 
   // A later stage (conflicts, abstention) withdrew a claim that was already shown.
   Turn.prototype.claimNode = function (index) {
-    return this.claimList.querySelector('li.claim[data-claim-index="' + String(Number(index)) + '"]');
+    return this.body.querySelector('li.claim[data-claim-index="' + String(Number(index)) + '"]');
   };
 
   Turn.prototype.onRetract = function (data) {
     var li = this.claimNode(data.index);
     if (li) li.remove();
-    if (!this.claimList.querySelector("li.claim")) this.gotClaim = false;
+    if (!this.extraList.querySelector("li.claim")) this.extraSection.hidden = true;
+    if (!this.body.querySelector("li.claim")) this.gotClaim = false;
   };
 
   // The conflict stage labelled a shown claim (e.g. one of two equal-rank views, with its date).

@@ -119,3 +119,28 @@ def test_it_shows_a_comparisons_computed_conclusion_labelled_above_the_cited_fig
         "Computed from the cited sources: The airfare budget ($2,100 million) was larger than the lodging budget "
         "($1,250 million), by $850 million.")  # fmt: skip
     assert page.js_errors == []
+
+
+def test_it_shows_claims_past_the_writers_four_apart_under_also_in_the_sources(web_server: str, page: Any,
+                                                                               org: Org) -> None:  # fmt: skip
+    add_docs(org.tenant, "facilities", 1, [
+        {"id": f"desk{i}", "title": f"Standing desks {i}", "text": text}
+        for i, text in enumerate([
+            "Employees request a standing desk for the office through the facilities portal.",
+            "A standing desk converter sits on top of a regular office desk.",
+            "Standing desk motors in the office are rated for 80 kilograms.",
+            "Each office standing desk has a memory keypad with four presets.",
+            "Standing desk surfaces in the office come in oak and white.",
+            "Standing desk frames for the office ship flat in two boxes.",
+        ])
+    ])  # fmt: skip
+    login(page, web_server, org.member, org.passwords[org.member.username])
+    page.goto(web_server + "/?q=" + quote("How do employees request a standing desk for the office?"))
+    expect(page.locator(".turn")).to_have_attribute("aria-busy", "false", timeout=60_000)
+    extra = page.locator(".claims-extra")
+    expect(extra).to_be_visible()
+    expect(extra.locator("h3")).to_have_text("Also in the sources")
+    main = page.locator(".answer-body > ol.claims > li.claim")
+    assert 1 <= main.count() <= 5 and 1 <= extra.locator("li.claim").count() <= 2
+    assert page.locator(".answer-body > ol.claims > li.claim-extra").count() == 0
+    assert page.js_errors == []

@@ -279,6 +279,21 @@ def test_it_labels_a_computed_conclusion_and_names_a_compound_part_it_did_not_an
     assert "*Computed from the cited sources:* B (2) was larger than A (1)." in text
 
 
+def test_it_shows_claims_past_the_writers_four_apart_under_also_in_the_sources() -> None:
+    cite = [{"evidence_id": "E1", "quote": "q"}]
+    response = {
+        "answer": {"claims": [{"id": "c1", "text": "Request a desk in the portal.", "citations": cite, "extra": False},
+                              {"id": "c2", "text": "Desks ship flat.", "citations": cite, "extra": True}],
+                   "dropped_claims": 0, "abstention": None},
+        "evidence": [{"id": "E1", "title": "Desks", "canonical_url": "https://wiki/d", "source_system": "confluence",
+                      "container": "FAC", "updated_at": "2026-01-02T00:00:00+00:00"}],
+        "as_of": {},
+    }  # fmt: skip
+    _, blocks = answer_blocks(response, trace_id="t1", audience="x")
+    sections = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    assert sections[:2] == ["• Request a desk in the portal. [1]", "*Also in the sources:*\n• Desks ship flat. [1]"]
+
+
 def test_it_throttles_a_user_who_asks_too_fast(workspace: Workspace, settings: Any) -> None:
     ws = workspace
     settings.CAIRN = {**settings.CAIRN, "SLACK_BOT_USER_PER_MINUTE": 1}
