@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiExample, extend_schema_serializer
 from rest_framework import serializers
 
 SOURCE_CHOICES = ["confluence", "sharepoint", "slack", "upload"]
@@ -21,6 +22,11 @@ class FiltersSerializer(serializers.Serializer):
         return attrs
 
 
+@extend_schema_serializer(examples=[
+    OpenApiExample("A question", value={"question": "How do I book travel?"}, request_only=True),
+    OpenApiExample("A follow-up", request_only=True, value={"question": "And for a conference?",
+                                                           "conversation_id": "Zm9sbG93LXVwLWlk"}),
+])  # fmt: skip
 class AnswerRequestSerializer(serializers.Serializer):
     question = serializers.CharField(max_length=1000, trim_whitespace=True)
     filters = FiltersSerializer(required=False)

@@ -419,6 +419,7 @@ def run_fuzz(world: World, config: FuzzConfig, *, guard: OutboundGuard | None = 
     from hypothesis import strategies as st
     from schemathesis import GenerationMode
     from schemathesis.checks import not_a_server_error
+    from schemathesis.generation.hypothesis.builder import add_examples
     from schemathesis.specs.openapi.checks import (
         content_type_conformance,
         negative_data_rejection,
@@ -452,6 +453,11 @@ def run_fuzz(world: World, config: FuzzConfig, *, guard: OutboundGuard | None = 
                         )
                     one = _case_runner(outcome, principal, level, known_id, base_checks, errors, config.base_url, world)
                     test = hypothesis.given(case=strategy)(one)
+                    if mode_name == "positive":
+                        # The schema's own request examples run first, every time (schemathesis's explicit phase):
+                        # generated cases depend on string literals Hypothesis collects from the code base, so
+                        # without them whether any case is valid for an operation changes with unrelated edits.
+                        test = add_examples(test, operation, fill_missing=False)
                     n = config.examples.get(principal.name, config.examples.get("*", 5))
                     test = settings(max_examples=n, deadline=None, database=None,
                                     derandomize=config.seed is None, phases=[Phase.explicit, Phase.generate],
