@@ -516,8 +516,7 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
             response = event.data
             response["trace"]["followup"] = followup
             response["conversation_id"] = conversation_id
-            answer = response.get("answer") or {}
-            claims = [normalise_ws(c.get("text", "")) for c in answer.get("claims") or []]  # none when it abstained
+            said = _claim_documents(response)  # none when it abstained
             save_conversation(
                 perm,
                 conversation_id,
@@ -529,8 +528,8 @@ def turn_stages(perm: PermissionContext, question: str, extra: engine.RequestFil
                     turns=(previous.turns + 1) if previous else 1,
                     history=((previous.history if previous else []) + [question])[-10:],
                     answer_names=_lead_claim_names(response, resolution.question),
-                    claims=claims,
-                    cited_documents=sorted({e["document_id"] for e in response.get("evidence", []) if e.get("cited")}),
+                    claims=[text for text, _docs in said],
+                    cited_documents=sorted({d for _text, docs in said for d in docs if d is not None}),
                 ),
             )  # fmt: skip
         yield event
@@ -603,7 +602,7 @@ def says_something_new_from_its_documents(response: dict[str, Any], previous: Co
 
 def _says_something_new(response: dict[str, Any], previous: ConversationState) -> bool:
     said = set(previous.claims)
-    return any(normalise_ws(c.get("text", "")) not in said for c in (response.get("answer") or {}).get("claims") or [])
+    return any(text not in said for text, _docs in _claim_documents(response))
 
 
 def _lead_claim_names(response: dict[str, Any], question: str) -> list[str]:

@@ -30,6 +30,22 @@ def add_docs(tenant: Any, source_name: str, tier: int, docs: list[dict[str, Any]
     return src
 
 
+# Six one-sentence pages that all answer "How do employees request a standing desk for the office?" a little: the
+# writer states four of them and up to two more as extras (writers/extractive.py ``extra_claims``).
+STANDING_DESK_QUESTION = "How do employees request a standing desk for the office?"
+STANDING_DESK_DOCS = [
+    {"id": f"desk{i}", "title": f"Standing desks {i}", "text": text}
+    for i, text in enumerate([
+        "Employees request a standing desk for the office through the facilities portal.",
+        "A standing desk converter sits on top of a regular office desk.",
+        "Standing desk motors in the office are rated for 80 kilograms.",
+        "Each office standing desk has a memory keypad with four presets.",
+        "Standing desk surfaces in the office come in oak and white.",
+        "Standing desk frames for the office ship flat in two boxes.",
+    ])
+]  # fmt: skip
+
+
 def ask(token: str, question: str) -> dict[str, Any]:
     r = client_for(token).post("/api/v1/answers", {"question": question}, format="json")
     assert r.status_code == 200, r.content

@@ -13,7 +13,7 @@ from answers.models import FreshnessFeed
 from core.http import SafeFetcher
 from retrieval.models import Chunk, Document
 from tenants.context import tenant_context
-from tests.answers.helpers import RecordingServer, add_docs, ask
+from tests.answers.helpers import STANDING_DESK_DOCS, STANDING_DESK_QUESTION, RecordingServer, add_docs, ask
 from tests.support import approve_private_endpoint, client_for
 
 
@@ -515,18 +515,8 @@ def test_a_compound_part_that_finds_nothing_alone_is_asked_again_with_the_whole_
 
 
 def test_claims_past_the_writers_limit_are_sent_last_and_marked_extra(cast) -> None:
-    add_docs(cast.tenant_a, "wiki", 2, [
-        {"id": f"desk{i}", "title": f"Standing desks {i}", "text": text}
-        for i, text in enumerate([
-            "Employees request a standing desk for the office through the facilities portal.",
-            "A standing desk converter sits on top of a regular office desk.",
-            "Standing desk motors in the office are rated for 80 kilograms.",
-            "Each office standing desk has a memory keypad with four presets.",
-            "Standing desk surfaces in the office come in oak and white.",
-            "Standing desk frames for the office ship flat in two boxes.",
-        ])
-    ])  # fmt: skip
-    body = ask(cast.tokens["bob"], "How do employees request a standing desk for the office?")
+    add_docs(cast.tenant_a, "wiki", 2, STANDING_DESK_DOCS)
+    body = ask(cast.tokens["bob"], STANDING_DESK_QUESTION)
 
     assert body["answer"]["abstention"] is None, body["answer"]["abstention"]
     extra = [c["extra"] for c in body["answer"]["claims"]]

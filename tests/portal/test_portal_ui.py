@@ -8,7 +8,7 @@ from urllib.parse import quote
 from playwright.sync_api import expect
 
 from tenants.context import tenant_context
-from tests.answers.helpers import add_docs
+from tests.answers.helpers import STANDING_DESK_DOCS, STANDING_DESK_QUESTION, add_docs
 from tests.browser import Org, login, shot
 
 
@@ -123,19 +123,9 @@ def test_it_shows_a_comparisons_computed_conclusion_labelled_above_the_cited_fig
 
 def test_it_shows_claims_past_the_writers_four_apart_under_also_in_the_sources(web_server: str, page: Any,
                                                                                org: Org) -> None:  # fmt: skip
-    add_docs(org.tenant, "facilities", 1, [
-        {"id": f"desk{i}", "title": f"Standing desks {i}", "text": text}
-        for i, text in enumerate([
-            "Employees request a standing desk for the office through the facilities portal.",
-            "A standing desk converter sits on top of a regular office desk.",
-            "Standing desk motors in the office are rated for 80 kilograms.",
-            "Each office standing desk has a memory keypad with four presets.",
-            "Standing desk surfaces in the office come in oak and white.",
-            "Standing desk frames for the office ship flat in two boxes.",
-        ])
-    ])  # fmt: skip
+    add_docs(org.tenant, "facilities", 1, STANDING_DESK_DOCS)
     login(page, web_server, org.member, org.passwords[org.member.username])
-    page.goto(web_server + "/?q=" + quote("How do employees request a standing desk for the office?"))
+    page.goto(web_server + "/?q=" + quote(STANDING_DESK_QUESTION))
     expect(page.locator(".turn")).to_have_attribute("aria-busy", "false", timeout=60_000)
     extra = page.locator(".claims-extra")
     expect(extra).to_be_visible()
