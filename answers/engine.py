@@ -61,7 +61,15 @@ from answers.contracts import (
 )
 from answers.evidence import build_evidence, narrow_to_answer_type, table_records
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import asked_before, asked_clause, asks_superlative, content_stems, version_key
+from answers.lexicon import (
+    LIGHT_STEMS,
+    asked_before,
+    asked_clause,
+    asks_superlative,
+    content_stems,
+    question_form_stems,
+    version_key,
+)
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
@@ -1101,11 +1109,20 @@ def _part_claims(part: AnswerRun) -> list[ClaimOutcome]:
     return part.released[: COMPOUND_CLAIMS_PER_PART + (1 if part.info.get("lead_continued") else 0)]
 
 
+def asks_anything_itself(clause: str) -> bool:
+    """Whether a compound part names something of its own to ask about: "who approves it?" does ("approve"), "who
+    would I even ask?" and "how long does that take?" do not (question form and light words only)."""
+    form = question_form_stems(clause)
+    return any(t not in form and t not in LIGHT_STEMS for t in content_stems(clause))
+
+
 def compound_stage(run: AnswerRun) -> None:
     """Answer each part of "What can I use …, and where do I get …?" as a question of its own; release
     the parts that are supported and name the ones that are not.  A part that finds nothing is asked again,
     first with what an earlier part's answer named in place of its pronoun (``carried_part``), then with the
-    whole question after it (``in_whole``)."""
+    whole question after it (``in_whole``); a part that finds only earlier parts' sentences is asked without the
+    asker's situation (``alone``).  After a part that found nothing, a part that names nothing of its own
+    (``asks_anything_itself``) is not asked at all."""
     compound = split_compound(run.plan.original)
     if compound is None:  # the planner said compound; fail closed like compare_stage
         run.scope_abstention = Abstention("weak_evidence", "The parts of the question could not be told apart.")
@@ -1117,8 +1134,26 @@ def compound_stage(run: AnswerRun) -> None:
     asked = frozenset(content_stems(run.plan.original))
     answered_lead: str | None = None  # the lead claim of the last part that was answered
     for spec in compound.parts:
+        if reasons and answered_lead is None and not asks_anything_itself(spec.clause):
+            # "Can I negotiate a sign-on bonus, and who would I even ask?": the second part asks about the first, so
+            # when the first found nothing, the second alone would be answered from whatever speaks of "asking".
+            reasons.append(reasons[-1])
+            run.unanswered_parts.append({"question": spec.clause, "reason": reasons[-1]})
+            parts_trace.append({"question": spec.question, "abstention": reasons[-1], "claims": [],
+                                "about_the_part_before": True})  # fmt: skip
+            continue
         part = _part_run(run, spec.question)
         kept = _part_claims(part) if part.abstention is None else []
+        alone = None
+        if kept and all(o.text in seen_texts for o in kept) and spec.clause != spec.question:
+            # "I'm a hiring manager and want to advertise a detail on the GSA Opportunity Network. What do I have to
+            # submit first, and when does the committee that reviews those requests meet?": with the situation's
+            # words, the second part finds the first part's sentences again. Asked without them, it is kept for a
+            # claim no earlier part stated.
+            retry = _part_run(run, spec.clause)
+            fresh = [o for o in _part_claims(retry) if o.text not in seen_texts] if retry.abstention is None else []
+            if fresh:
+                part, kept, alone = retry, fresh, spec.clause
         carried = None
         if not kept and answered_lead is not None:
             # "…, and where do I get the Tokencode to log in to it?": "it" may be the earlier part's answer.
@@ -1161,6 +1196,7 @@ def compound_stage(run: AnswerRun) -> None:
         parts_trace.append({
             "question": spec.question, "abstention": part.abstention.reason if part.abstention else None,
             "claims": [o.text for o in kept], **({"carried": carried} if carried else {}),
+            **({"alone": alone} if alone else {}),
             **({"in_whole": in_whole} if in_whole else {}),
         })  # fmt: skip
     run.info["drafted"] = len(run.outcomes)

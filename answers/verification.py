@@ -69,7 +69,11 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 # 10: a short last question about "it" ("Would I even get paid back for it?") is asked with the question before it
 #     (answers/lexicon.asked_sentence), for the relevance check and the weak-evidence rule alike; "without" and
 #     "exempt" in the asked clause ask what is not needed (answers/lexicon.asks_negated).
-VERIFIER_VERSION = "10"
+# 11: a name with an acronym in it is named by the acronym with the other words' initials ("TTSC" for "TTS
+#     Consulting", ``names_phrase``). Two rules of the engine's compound parts ride on this release: a part that names
+#     nothing of its own ("… and who would I even ask?") is not answered alone after an earlier part found nothing,
+#     and a part that finds only earlier parts' sentences is asked again without the asker's situation.
+VERIFIER_VERSION = "11"
 
 
 def verifier_release() -> dict[str, str]:
@@ -375,7 +379,9 @@ def names_phrase(phrase: str, text: str, titles: str = "", seen: set[str] | None
     if all(w in seen or any(is_longer_form(s, w) for s in seen) for w in words):
         return True  # "the National Guard or as a Reservist" names "Guard and Reserve"
     initials = "".join(w[0] for w in phrase.split() if w[:1].isupper())
-    if len(initials) >= 2 and re.search(rf"\b{initials}\b", text) is not None:
+    # An acronym in the name gives all its letters: "TTS Consulting" is "TTSC", as "TTSC pulse check surveys".
+    spelled = "".join(w if w.isupper() else w[0] for w in phrase.split() if w[:1].isupper())
+    if any(len(i) >= 2 and re.search(rf"\b{i}\b", text) is not None for i in {initials, spelled}):
         return True
     joined = re.escape(phrase.replace(" ", ""))
     if re.search(rf"\b{joined}\b", f"{text} {titles}", re.I) is not None:

@@ -67,7 +67,10 @@ WRITER_NAME = "extractive"
 #     is what a page says as "sent" (answers/lexicon); a when-question's passage takes a weekday or a time of day
 # 15: up to two claims past ``max_claims`` as extras (``extra_claims``, ``DraftClaim.extra``); "how soon", "how
 #     quickly", "how early" and "how far in advance / ahead" ask for a number
-WRITER_VERSION = "15"
+# 16: a table row whose first cell is a bracket holding the count the asker gives of the same thing ("eight direct
+#     reports" in "Number of direct reports: >/=7") is preferred, a row whose bracket does not hold it held back
+#     (``bracket_fits``)
+WRITER_VERSION = "16"
 
 
 def writer_release() -> dict[str, str]:
@@ -1058,6 +1061,53 @@ _PROSE_QUARTER_RE = re.compile(
 )
 
 
+_COUNT_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split())}  # fmt: skip
+# A number the asker gives with what it counts: "eight direct reports", "5 years of service", "12-person team".
+_ASKER_COUNT_RE = re.compile(rf"\b(\d{{1,4}}|{'|'.join(_COUNT_WORDS)})[ -]((?:[A-Za-z]+[ -]){{0,2}}[A-Za-z]+)\b", re.I)
+# The first cell of a rendered table row ("Number of direct reports: >/=7; Utilization % target: 30%; ...").
+_FIRST_CELL_RE = re.compile(r"^(?P<header>[^:;]{2,80}): (?P<value>[^;]{1,40});")
+_BRACKETS = (
+    (re.compile(r"^(?:>/=|>=|≥|at least)\s*(\d+)", re.I), lambda a, b: (a, math.inf)),
+    (re.compile(r"^(?:>|more than|over)\s*(\d+)", re.I), lambda a, b: (a + 1, math.inf)),
+    (re.compile(r"^(?:</=|<=|≤|up to|at most)\s*(\d+)", re.I), lambda a, b: (-math.inf, a)),
+    (re.compile(r"^(?:<|less than|fewer than|under)\s*(\d+)", re.I), lambda a, b: (-math.inf, a - 1)),
+    (re.compile(r"^(\d+)\s*(?:-|–|to)\s*(\d+)"), lambda a, b: (a, b)),
+    (re.compile(r"^(\d+)\s*(?:\+|or more)"), lambda a, b: (a, math.inf)),
+    (re.compile(r"^(\d+)\b(?![.,/:]\d)"), lambda a, b: (a, a)),
+)
+
+
+def bracket_fits(sentence: str, question: str) -> bool | None:
+    """Whether a table row whose first cell is a bracket of a count ("Number of direct reports: >/=7", "1-3", "4")
+    holds the count the asker gives of the same thing ("I'm about to take on eight direct reports"); None when the
+    row has no such cell or the question gives no such count."""
+    cell = _FIRST_CELL_RE.match(sentence)
+    if cell is None:
+        return None
+    value = cell.group("value").strip()
+    bracket = None
+    for rx, span in _BRACKETS:
+        m = rx.match(value)
+        if m:
+            nums = [int(g) for g in m.groups() if g is not None]
+            bracket = span(nums[0], nums[-1])
+            break
+    if bracket is None:
+        return None
+    header = set(content_stems(cell.group("header"))) - {"number"}
+    counts = []
+    for m in _ASKER_COUNT_RE.finditer(question):
+        raw = m.group(1).lower()
+        n = int(raw) if raw.isdigit() else _COUNT_WORDS[raw]
+        if set(content_stems(m.group(2))) & header and not 1900 <= n <= 2100:  # a year is no count
+            counts.append(n)
+    if not counts:
+        return None
+    return any(bracket[0] <= n <= bracket[1] for n in counts)
+
+
 def prose_fits_span(sentence: str, question: str) -> bool | None:
     """For a filing's prose: whether it is about the span asked (the quarter, or the six or nine months to
     date); None when it names neither. "Notebook revenue was $4.5 billion, up $95 million from Q3 2022"
@@ -1307,6 +1357,12 @@ class ExtractiveWriter:
                 and not core_coverage(frozenset(content_stems_with_parts(c.text)))
             ):
                 score *= self.situation_only_factor
+            # "Number of direct reports: >/=7; ..." for "I'm about to take on eight direct reports": the asker's row.
+            bracket = bracket_fits(c.text, plan.original)
+            if bracket:
+                score += self.shape_bonus
+            elif bracket is False:
+                score *= self.other_span_factor
             if row_fits_period(c.text, plan.period_scope, plan.original) is False:
                 score *= self.other_span_factor
             elif plan.period_scope and (

@@ -425,6 +425,14 @@ def test_a_name_the_question_clips_counts_as_the_name_the_passage_spells_out() -
     assert not names_phrase("Ops", "Open the Operations page.")  # one word alone is not clipped
 
 
+def test_a_name_with_an_acronym_in_it_is_named_by_the_acronym_spelled_out_with_the_other_initials() -> None:
+    from answers.verification import names_phrase
+
+    # "TTS Consulting" is "TTSC" in the page's own words; its plain initials ("TC") are not what it writes.
+    assert names_phrase("TTS Consulting", "TTSC pulse check surveys have been conducted separately within 18F and CoE.")
+    assert not names_phrase("TTS Consulting", "TTS pulse check surveys have been conducted within 18F and CoE.")
+
+
 def test_a_count_is_not_answered_by_an_amount_of_money() -> None:
     filing = {"title": "2023 Q3 AAPL.pdf", "about": {"entity": "Apple", "period_end": "2023-07-01"}}
     row = "iPhone (net sales): $39,669 million, three months ended July 1, 2023"

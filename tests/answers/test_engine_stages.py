@@ -462,6 +462,52 @@ def test_a_compound_question_with_no_answered_part_abstains(cast) -> None:
     assert body["answer"]["claims"] == [] and body["answer"]["unanswered_parts"] == []
 
 
+def test_a_later_part_that_asks_about_the_first_finds_nothing_when_the_first_found_nothing(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "blog", "title": "Blogging",
+         "text": "If you have any questions about the blog, ask them in the blog channel."},
+        {"id": "badges", "title": "Building badges",
+         "text": "Visitors sign in at the front desk and wear a badge at all times."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "I just got a job offer from TTS. Can I negotiate a sign-on bonus, and who would I "
+                                   "even ask?")  # fmt: skip
+
+    assert body["plan"]["intent"] == "compound"
+    first, second = body["trace"]["compound"]["parts"]
+    assert first["claims"] == [] and first["abstention"] is not None, first
+    # "Who would I even ask?" asks whom to ask about the bonus: alone it would be answered by the blog's "ask them".
+    assert second["about_the_part_before"] is True and second["claims"] == [], second
+    assert body["answer"]["abstention"] is not None and body["answer"]["claims"] == []
+
+
+def test_a_later_part_that_finds_only_the_first_parts_sentences_is_asked_without_the_situation(cast) -> None:
+    add_docs(cast.tenant_a, "wiki", 2, [
+        {"id": "details", "title": "Posting a remote detail for a product designer on the GSA Opportunity Network",
+         "text": "A hiring manager in the Acquisition chapter who wants to post a six-month remote detail for a "
+                 "product designer on the GSA Opportunity Network first submits a request through the Internal "
+                 "Hiring form. The hiring manager in the Acquisition chapter then posts the six-month remote detail "
+                 "for a product designer on the GSA Opportunity Network. The hiring manager receives applications for "
+                 "the six-month remote product designer detail through the GSA Opportunity Network."},
+        *({"id": f"note-{i}", "title": f"Detail notes {i}",
+           "text": f"Note {i}: a hiring manager in the Acquisition chapter may post a six-month remote detail for a "
+                   f"product designer on the GSA Opportunity Network."} for i in range(10)),
+        {"id": "committee", "title": "Internal hiring",
+         "text": "Submissions are reviewed every Tuesday at 1pm ET by the review committee."},
+    ])  # fmt: skip
+    body = ask(cast.tokens["bob"], "I'm a hiring manager in the Acquisition chapter and want to post a six-month "
+                                   "remote detail for a product designer on the GSA Opportunity Network. What do I "
+                                   "submit first, and when does the committee that reviews those requests meet?")  # fmt: skip
+
+    assert body["plan"]["intent"] == "compound"
+    first, second = body["trace"]["compound"]["parts"]
+    assert "Internal Hiring form" in first["claims"][0], first
+    # With the hiring manager's situation, the second part finds the first part's sentences again; alone, it finds
+    # when the committee meets.
+    assert second.get("alone") == "When does the committee that reviews those requests meet?", (first, second)
+    assert any("every Tuesday at 1pm ET" in c for c in second["claims"]), second
+    assert "every Tuesday at 1pm ET" in str(body["answer"]["claims"])
+
+
 def test_a_compound_part_states_the_sentence_after_its_lead_without_dropping_its_last_claim(cast) -> None:
     add_docs(cast.tenant_a, "wiki", 2, [
         {"id": "signing", "title": "Signing your commits",

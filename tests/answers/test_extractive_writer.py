@@ -15,6 +15,7 @@ from answers.verification import verify_claim
 from answers.writers.extractive import (
     ExtractiveWriter,
     ListBlock,
+    bracket_fits,
     group_list_blocks,
     label_line,
     ranked_table,
@@ -293,8 +294,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "15"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "15")
+    assert writer_release() == {"name": "extractive", "version": "16"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "16")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -1219,3 +1220,19 @@ def test_the_second_fact_of_a_two_part_question_is_stated_as_an_extra_claim() ->
     assert [(c.citations[0].evidence_id, c.extra) for c in claims] == [
         ("b1", False), ("b0", False), ("b3", False), ("b2", False), ("b4", True), ("fee", True)
     ]  # fmt: skip
+
+
+def test_the_row_whose_bracket_holds_the_askers_count_answers_over_the_other_rows() -> None:
+    rows = [
+        make_evidence("seven", "Number of direct reports: >/=7; Utilization % target: 30%; Target hours: 10-16 hours."),
+        make_evidence("four", "Number of direct reports: 4; Utilization % target: 60%; Target hours: 18-24 hours."),
+        make_evidence("few", "Number of direct reports: 1-3; Utilization % target: 65%; Target hours: 20-26 hours."),
+    ]
+    plan = make_plan("I'm about to take on eight direct reports. What utilization target will I be held to?")
+    # Retrieval ranked the asker's row last; the bracket ">/=7" holds eight, "4" and "1-3" do not.
+    assert ExtractiveWriter().write(plan, rows[::-1])[0].citations[0].evidence_id == "seven"
+    assert bracket_fits(rows[1].text, "I supervise 4 direct reports. What is my target?") is True
+    assert bracket_fits(rows[2].text, "I supervise 4 direct reports. What is my target?") is False
+    # A count of something else, or a year, says nothing about the row.
+    assert bracket_fits(rows[2].text, "I have 2 projects. What is my target?") is None
+    assert bracket_fits("Fiscal year: 2023; Reports filed: 12.", "How many reports were filed in 2023 reports?") is None
