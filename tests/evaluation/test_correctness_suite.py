@@ -183,9 +183,9 @@ def _check_handbook_probes(name: str, categories: dict[str, int], turns: int, pr
 # The handbook probe sets, each written from the handbook pages only (docs/evaluation.md, the round named): r18 and
 # r20-r23 were measured before and after their round's changes, before any of their failures was read
 # (`manage.py evaluate --suite correctness --split dev --data evaluation/data/probes_rNN.jsonl`); r24 was written
-# at the end of the twenty-third round and asked at both ends of the twenty-fourth, r25, r26 and r27 likewise one
-# round later each; r28 was written during the twenty-seventh and not yet asked, so the next round measures its
-# baseline on it first.
+# at the end of the twenty-third round and asked at both ends of the twenty-fourth, r25, r26, r27 and r28 likewise one
+# round later each; r29 was written during the twenty-eighth and asked at both ends of it too (its baseline after the
+# round had begun, on a snapshot of the round's starting code), and none of its failures was read.
 _FOUR_KINDS = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
 
 
@@ -202,8 +202,9 @@ _FOUR_KINDS = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
         ("26", _FOUR_KINDS),
         ("27", _FOUR_KINDS),
         ("28", _FOUR_KINDS),
+        ("29", _FOUR_KINDS),
     ],
-    ids=["r18", "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28"],
+    ids=["r18", "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28", "r29"],
 )
 def test_a_handbook_probe_set_quotes_its_pages_and_ends_four_conversations_unanswerable(
     round_: str, categories: dict[str, int]
