@@ -1109,6 +1109,12 @@ def _part_claims(part: AnswerRun) -> list[ClaimOutcome]:
     return part.released[: COMPOUND_CLAIMS_PER_PART + (1 if part.info.get("lead_continued") else 0)]
 
 
+def _fresh_part(run: AnswerRun, question: str, stated: set[str]) -> tuple[AnswerRun, list[ClaimOutcome]]:
+    """A compound part asked again as ``question``, and its claims that no earlier part stated."""
+    part = _part_run(run, question)
+    return part, [o for o in _part_claims(part) if o.text not in stated] if part.abstention is None else []
+
+
 def asks_anything_itself(clause: str) -> bool:
     """Whether a compound part names something of its own to ask about: "who approves it?" does ("approve"), "who
     would I even ask?" and "how long does that take?" do not (question form and light words only)."""
@@ -1150,8 +1156,7 @@ def compound_stage(run: AnswerRun) -> None:
             # submit first, and when does the committee that reviews those requests meet?": with the situation's
             # words, the second part finds the first part's sentences again. Asked without them, it is kept for a
             # claim no earlier part stated.
-            retry = _part_run(run, spec.clause)
-            fresh = [o for o in _part_claims(retry) if o.text not in seen_texts] if retry.abstention is None else []
+            retry, fresh = _fresh_part(run, spec.clause, seen_texts)
             if fresh:
                 part, kept, alone = retry, fresh, spec.clause
         carried = None
@@ -1171,8 +1176,7 @@ def compound_stage(run: AnswerRun) -> None:
             # question after it, as a follow-up is read in context (answers/followups.in_context), and kept only for
             # a claim no earlier part stated (docs/evaluation.md, twenty-sixth round).
             in_whole = asked_before(spec.question, run.plan.original)
-            whole = _part_run(run, in_whole)
-            fresh = [o for o in _part_claims(whole) if o.text not in seen_texts] if whole.abstention is None else []
+            whole, fresh = _fresh_part(run, in_whole, seen_texts)
             if fresh:
                 part, kept = whole, fresh
             else:
