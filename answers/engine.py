@@ -61,15 +61,7 @@ from answers.contracts import (
 )
 from answers.evidence import build_evidence, narrow_to_answer_type, table_records
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import (
-    LIGHT_STEMS,
-    asked_before,
-    asked_clause,
-    asks_superlative,
-    content_stems,
-    question_form_stems,
-    version_key,
-)
+from answers.lexicon import asked_before, asked_clause, asking_stems, asks_superlative, content_stems, version_key
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
@@ -1115,20 +1107,13 @@ def _fresh_part(run: AnswerRun, question: str, stated: set[str]) -> tuple[Answer
     return part, [o for o in _part_claims(part) if o.text not in stated] if part.abstention is None else []
 
 
-def asks_anything_itself(clause: str) -> bool:
-    """Whether a compound part names something of its own to ask about: "who approves it?" does ("approve"), "who
-    would I even ask?" and "how long does that take?" do not (question form and light words only)."""
-    form = question_form_stems(clause)
-    return any(t not in form and t not in LIGHT_STEMS for t in content_stems(clause))
-
-
 def compound_stage(run: AnswerRun) -> None:
     """Answer each part of "What can I use …, and where do I get …?" as a question of its own; release
     the parts that are supported and name the ones that are not.  A part that finds nothing is asked again,
     first with what an earlier part's answer named in place of its pronoun (``carried_part``), then with the
     whole question after it (``in_whole``); a part that finds only earlier parts' sentences is asked without the
     asker's situation (``alone``).  After a part that found nothing, a part that names nothing of its own
-    (``asks_anything_itself``) is not asked at all."""
+    (``lexicon.asking_stems``: question form and light words only) is not asked at all."""
     compound = split_compound(run.plan.original)
     if compound is None:  # the planner said compound; fail closed like compare_stage
         run.scope_abstention = Abstention("weak_evidence", "The parts of the question could not be told apart.")
@@ -1140,7 +1125,7 @@ def compound_stage(run: AnswerRun) -> None:
     asked = frozenset(content_stems(run.plan.original))
     answered_lead: str | None = None  # the lead claim of the last part that was answered
     for spec in compound.parts:
-        if reasons and answered_lead is None and not asks_anything_itself(spec.clause):
+        if reasons and answered_lead is None and not asking_stems(spec.clause):
             # "Can I negotiate a sign-on bonus, and who would I even ask?": the second part asks about the first, so
             # when the first found nothing, the second alone would be answered from whatever speaks of "asking".
             reasons.append(reasons[-1])

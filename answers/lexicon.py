@@ -714,6 +714,13 @@ def question_form_stems(text: str) -> frozenset[str]:
     return frozenset(content_stems(" ".join(after_how + asked_date + asked_permission))) | _PLACEHOLDERS
 
 
+def asking_stems(text: str, form: frozenset[str] | None = None) -> frozenset[str]:
+    """The content stems that say what a question asks about: not its form (``question_form_stems``, of ``text``
+    unless ``form`` is given) and not light verbs ("get", "take", "need"). "Who would I even ask?" has none."""
+    form = question_form_stems(text) if form is None else form
+    return frozenset(content_stems(text)) - form - LIGHT_STEMS
+
+
 # "Which of my leave balances won't be paid out?", "What can't I do …?", "Who isn't eligible …?": the predicate asked
 # about is negated.  "subscribers, not publishers" sets a term aside (query_parser's exclusion), it negates nothing.
 _NEGATED_ASK_RE = re.compile(

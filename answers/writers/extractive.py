@@ -11,6 +11,7 @@ explained from the trace.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -26,6 +27,7 @@ from answers.lexicon import (
     asked_clause,
     asked_part,
     asked_sentence,
+    asking_stems,
     asks_for_a_case,
     asks_negated,
     asks_superlative,
@@ -1097,15 +1099,23 @@ def bracket_fits(sentence: str, question: str) -> bool | None:
     if bracket is None:
         return None
     header = set(content_stems(cell.group("header"))) - {"number"}
-    counts = []
-    for m in _ASKER_COUNT_RE.finditer(question):
-        raw = m.group(1).lower()
-        n = int(raw) if raw.isdigit() else _COUNT_WORDS[raw]
-        if set(content_stems(m.group(2))) & header and not 1900 <= n <= 2100:  # a year is no count
-            counts.append(n)
+    counts = [n for n, counted in asker_counts(question) if counted & header]
     if not counts:
         return None
     return any(bracket[0] <= n <= bracket[1] for n in counts)
+
+
+@functools.lru_cache(maxsize=256)
+def asker_counts(question: str) -> tuple[tuple[int, frozenset[str]], ...]:
+    """The counts a question gives, each with the stems of what it counts ("eight direct reports": 8, {direct,
+    report}); read once per question, not once per table row the writer scores. A year (1900-2100) is no count."""
+    out = []
+    for m in _ASKER_COUNT_RE.finditer(question):
+        raw = m.group(1).lower()
+        n = int(raw) if raw.isdigit() else _COUNT_WORDS[raw]
+        if not 1900 <= n <= 2100:
+            out.append((n, frozenset(content_stems(m.group(2)))))
+    return tuple(out)
 
 
 def prose_fits_span(sentence: str, question: str) -> bool | None:
@@ -1423,7 +1433,7 @@ class ExtractiveWriter:
             # One claim over ``max_claims`` where the answer is full (not where one claim was asked for): a claim
             # already chosen on its own score is not pushed out for it, and the verifier may still drop those. Not
             # after a ranked table row: the next row is a figure of what did not rank first.
-            asked_terms = frozenset(content_stems(query)) - form - LIGHT_STEMS
+            asked_terms = asking_stems(query, form)
             after = self._lead_continuation(chosen, candidates, evidence, asked_terms)
             if after is not None:
                 extras = [c for c in extras if c is not after]
