@@ -586,17 +586,25 @@ def _claim_documents(response: dict[str, Any]) -> list[tuple[str, set[Any]]]:
     ]
 
 
+def conversation_documents(previous: ConversationState) -> set[Any]:
+    """The documents the conversation is about: those the last answer cited, or, when it abstained, those its
+    evidence was read from ("I looked and they aren't listed there at all. What's going on?" after a question about
+    installing Xcode's tools that found the equipment page but no sentence strong enough)."""
+    if previous.cited_documents:
+        return set(previous.cited_documents)
+    return {e.get("document_id") for e in previous.evidence} - {None}
+
+
 def off_the_conversation(response: dict[str, Any], previous: ConversationState) -> bool:
-    """Whether the response answers, and from none of the documents the last answer cited (False when that one
-    abstained: the conversation has no documents to be off)."""
-    earlier = set(previous.cited_documents)
+    """Whether the response answers, and from none of the conversation's documents (False when it has none)."""
+    earlier = conversation_documents(previous)
     claims = _claim_documents(response)
     return bool(earlier) and bool(claims) and not any(cited & earlier for _text, cited in claims)
 
 
 def says_something_new_from_its_documents(response: dict[str, Any], previous: ConversationState) -> bool:
-    """Whether the response states a claim the last answer did not, citing a document the last answer cited."""
-    earlier, said = set(previous.cited_documents), set(previous.claims)
+    """Whether the response states a claim the last answer did not, citing one of the conversation's documents."""
+    earlier, said = conversation_documents(previous), set(previous.claims)
     return any(text not in said and cited & earlier for text, cited in _claim_documents(response))
 
 

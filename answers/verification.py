@@ -73,7 +73,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 #     Consulting", ``names_phrase``). Two rules of the engine's compound parts ride on this release: a part that names
 #     nothing of its own ("… and who would I even ask?") is not answered alone after an earlier part found nothing,
 #     and a part that finds only earlier parts' sentences is asked again without the asker's situation.
-VERIFIER_VERSION = "11"
+# 12: a derived noun and its verb are one word ("approval" / "approved", answers/lexicon.stem); a follow-up after an
+#     abstained turn is read in the conversation's context when it answers from none of that turn's evidence
+#     documents (answers/followups.conversation_documents).
+VERIFIER_VERSION = "12"
 
 
 def verifier_release() -> dict[str, str]:

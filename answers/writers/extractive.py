@@ -72,7 +72,11 @@ WRITER_NAME = "extractive"
 # 16: a table row whose first cell is a bracket holding the count the asker gives of the same thing ("eight direct
 #     reports" in "Number of direct reports: >/=7") is preferred, a row whose bracket does not hold it held back
 #     (``bracket_fits``)
-WRITER_VERSION = "16"
+# 17: a short step of a procedure whose number the renderer dropped ("For application name, enter Digital Signature
+#     System (DSS)") is a claim (``_STEP_RE``); a derived noun and its verb are one word ("recusal" / "recusing",
+#     answers/lexicon.stem), as are "children" and "child"; light verbs of the asked sentence ("anything extra I need
+#     to do") are not words a sentence must cover to qualify; "because" and "whether" are stopwords
+WRITER_VERSION = "17"
 
 
 def writer_release() -> dict[str, str]:
@@ -455,14 +459,32 @@ def heading_lines(text: str) -> list[str]:
 # Headings are short: in the handbook, lines without a full stop of nine words or more are list items whose
 # marker the renderer dropped ("Set the time limit to complete an order to 20 minutes"), not titles.
 STATEMENT_LINE_MIN_WORDS = 9
+# A step of a procedure whose number the renderer dropped says what to do however short it is: "Open a new ticket
+# in the Self-Service Portal", "For application name, enter Digital Signature System (DSS)".  It opens with the act,
+# or with what the act is for and a comma.  Titles name a topic instead ("Submitting a Docusign issue ticket").
+_STEP_VERBS = (
+    r"(?i:open|enter|select|choose|click|type|fill|submit|attach|upload|add|go|navigate|sign|log|email|call|contact|"
+    r"visit|send|include|request|complete|search|put|write|list|use)"
+)
+# After a bare act the words are lower case ("Email Template for Individual Travel" is a title); after a comma they
+# may be the name to enter.
+_STEP_RE = re.compile(
+    rf"^(?:(?i:for|in|on|under|from|at|if|when|once|after|before)\b[^,]{{1,60}},\s*{_STEP_VERBS}\s+\w"
+    rf"|{_STEP_VERBS}\s+[a-z])"
+)
+STEP_MIN_WORDS = 5
+
+
+def _is_step(s: str) -> bool:
+    return len(s.split()) >= STEP_MIN_WORDS and _STEP_RE.match(s) is not None
 
 
 def is_statement_line(sentence: str) -> bool:
-    """A line without a full stop that still reads as a statement: long, not a label, not markup."""
+    """A line without a full stop that still reads as a statement: long or a step, not a label, not markup."""
     s = sentence.strip()
     if s.startswith(("#", "|")) or _SENTENCE_END_RE.search(s):
         return False
-    return len(s.split()) >= STATEMENT_LINE_MIN_WORDS and unfit_reason(s) is None
+    return (len(s.split()) >= STATEMENT_LINE_MIN_WORDS or _is_step(s)) and unfit_reason(s) is None
 
 
 # Raw source markup that must never reach a reader.  Text extraction renders it away at
@@ -509,6 +531,8 @@ def unfit_reason(sentence: str) -> str | None:
         caps = sum(1 for w in words if w[:1].isupper())
         if len(words) >= 4 and _STATES_VALUE_RE.search(s):
             return None  # "GSA's TWN Employer Code is 10536": a statement of a value, capitals or not
+        if _is_step(s):
+            return None  # "For application name, enter Digital Signature System (DSS)": what to do, capitals or not
         if len(words) < 6 or caps >= 0.6 * len(words):
             return "label"
     return None
@@ -1321,7 +1345,8 @@ class ExtractiveWriter:
         # last question, not the earlier one's last sentence.
         core = asked_part(query)
         form = question_form_stems(plan.original)
-        core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in idf and t not in bound | form]
+        # Light verbs ("anything extra I need to do", "what should I use") say nothing a sentence must repeat.
+        core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in idf and t not in bound | form | LIGHT_STEMS]
         core_terms = core_terms if core != query else []
         core_total = sum(idf[t] for t in core_terms)
 

@@ -54,6 +54,30 @@ def test_a_plural_and_its_singular_are_one_term() -> None:
     assert stem("notes") != stem("not")
 
 
+def test_a_derived_noun_and_its_verb_are_one_term() -> None:
+    from answers.lexicon import stem
+
+    for derived, base in [("recusal", "recusing"), ("approval", "approved"), ("cancellation", "cancel"),
+                          ("notification", "notify"), ("registration", "register"), ("deletion", "delete"),
+                          ("eligibility", "eligible"), ("application", "apply"), ("withdrawal", "withdraw"),
+                          ("referral", "refer"), ("enrollment", "enrol"), ("estimated", "estimation"),
+                          ("temporarily", "temporary"), ("children", "child")]:  # fmt: skip
+        assert stem(derived) == stem(base), derived
+    # Words that only look derived keep apart: no adverb in "apply" or "family", no act in "question" or "signal".
+    for word, other in [("apply", "app"), ("family", "fami"), ("question", "quest"), ("signal", "sign"),
+                        ("personal", "person"), ("format", "form"), ("spring", "spr"), ("repeated", "repe")]:  # fmt: skip
+        assert stem(word) != other, word
+    assert stem("families") == stem("family") and stem("springs") == stem("spring")
+    # A verb and its particle made one noun: the particle is a stopword, so the noun is the verb.
+    for compound, verb in [("cleanout", "cleaned"), ("setups", "set"), ("kickoff", "kick")]:
+        assert stem(compound) == stem(verb), compound
+    assert stem("group") != "gro" and stem("without") == "without"
+    # A question's words meet the page's: "recusing" in the question is the page's "recusal".
+    question = "A headhunter contacted me about a role. Do I have to start recusing myself?"
+    quote = "If a search firm is involved, recusal is not triggered unless it identifies the prospective employer."
+    assert evidence_strength(plan_question(question, NOW), [quote]) > 0
+
+
 def test_a_quote_that_answers_the_question_after_the_askers_situation_is_strong_enough() -> None:
     question = (
         "We're building a product whose authority to operate will come from a partner agency. "
@@ -158,3 +182,11 @@ def test_quotes_that_cover_only_the_askers_situation_are_no_evidence() -> None:
     plan = plan_question("If someone I refer ends up getting hired, do I get any kind of bonus for it?", NOW)
     assert evidence_strength(plan, ["Refer to Hire NTE Dt (Hire not-to-exceed date) for when your term ends."]) == 0.0
     assert evidence_strength(plan, ["If someone you refer is hired, you get a referral bonus of $500."]) >= 0.45
+
+
+def test_what_the_asker_should_know_about_is_asked_and_the_knowing_is_not() -> None:
+    question = ("I tend to leave leftovers and containers in the office fridge at 1800 F for a while. "
+                "Is there a cleanout I should know about?")  # fmt: skip
+    quote = ("The DC fridge is cleaned out bi-monthly on Fridays (dates are posted on the fridge), and all food "
+             "(including containers) is thrown out.")  # fmt: skip
+    assert evidence_strength(plan_question(question, NOW), [quote]) >= 0.45

@@ -294,14 +294,46 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "16"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "16")
+    assert writer_release() == {"name": "extractive", "version": "17"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "17")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
     evidence = [make_evidence("E", "Known limits:\n- audit logs are retained for ninety days\n- exports run nightly")]
     claims = ExtractiveWriter().write(make_plan("how long are audit logs retained"), evidence)
     assert [c.text for c in claims] == ["audit logs are retained for ninety days"]
+
+
+def test_a_short_step_of_a_procedure_is_a_claim_and_a_short_title_is_not() -> None:
+    page = ("Submitting a Docusign issue ticket\nOpen a new ticket in the Self-Service Portal\n"
+            "For application name, enter Digital Signature System (DSS)\nChoose the priority of your request\n"
+            "Email Template for Individual Travel")  # fmt: skip
+    evidence = [make_evidence("E", page)]
+    claims = ExtractiveWriter().write(make_plan("what application name do I enter for a Docusign ticket"), evidence)
+    assert claims and claims[0].text == "For application name, enter Digital Signature System (DSS)"
+    texts = [c.text for c in claims]
+    assert "Submitting a Docusign issue ticket" not in texts and "Email Template for Individual Travel" not in texts
+
+
+def test_the_conjunction_before_the_askers_reason_is_not_a_word_the_answer_must_repeat() -> None:
+    question = ("I've been asked to run a workshop at our partner's office in Mexico City this spring. "
+                "Is there anything extra I need to do because it's international official travel?")  # fmt: skip
+    evidence = [
+        make_evidence("A", "Extra desks need a reservation."),
+        make_evidence("E", "All official international travel taken by GSA employees, regardless of funding source, "
+                           "requires Salesforce event approval."),
+    ]  # fmt: skip
+    claims = ExtractiveWriter().write(make_plan(question), evidence)
+    assert any(c.text.startswith("All official international travel taken") for c in claims), claims
+
+
+def test_a_light_verb_in_the_asked_sentence_is_not_a_word_the_answer_must_repeat() -> None:
+    question = ("I've been asked to run a workshop at our partner's office in Mexico City this spring. "
+                "Is there anything extra I need to do for international official travel?")  # fmt: skip
+    evidence = [make_evidence("E", "All official international travel taken by GSA employees, regardless of funding "
+                                   "source, requires Salesforce event approval.")]  # fmt: skip
+    claims = ExtractiveWriter().write(make_plan(question), evidence)
+    assert [c.text[:39] for c in claims] == ["All official international travel taken"]
 
 
 def test_a_passage_window_that_starts_mid_sentence_does_not_yield_its_fragment() -> None:

@@ -106,6 +106,17 @@ def test_an_answer_citing_none_of_the_last_answers_documents_is_off_the_conversa
     assert not off_the_conversation({"answer": {"abstention": {"reason": "weak_evidence"}, "claims": []}}, previous)
 
 
+def test_after_an_abstention_the_conversation_is_about_the_documents_its_evidence_came_from() -> None:
+    abstained = dataclasses.replace(after("How do I get the Xcode command line tools on my MacBook?"),
+                                    evidence=[{"id": "E7", "document_id": 7}, {"id": "E8", "document_id": 8}])  # fmt: skip
+    elsewhere = response(("You can view the Open Opportunities listings at any time.", 3))
+    assert off_the_conversation(elsewhere, abstained)
+    here = response(("XCode command line tools can be installed or upgraded through Self Service.", 7))
+    assert not off_the_conversation(here, abstained)
+    assert says_something_new_from_its_documents(here, abstained)
+    assert not says_something_new_from_its_documents(elsewhere, abstained)
+
+
 def test_an_answer_in_context_counts_only_for_a_new_claim_from_the_last_answers_documents() -> None:
     previous = dataclasses.replace(after("Where do I request a Mural account?", ["Post in #admins-mural."]),
                                    cited_documents=[7])  # fmt: skip
