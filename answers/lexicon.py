@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 _QUOTE_MAP = str.maketrans(
     {
@@ -295,6 +296,9 @@ _IRREGULAR_PLURALS = {
 }
 
 
+# Every sentence of every passage is stemmed for each stage that scores it (evidence selection, the writer, the
+# checks), and pages repeat their words: stems are kept by word.
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Lowercase and strip common English suffixes ("subscriptions" -> "subscription")."""
     w = word.lower().replace("\u2019", "'")
