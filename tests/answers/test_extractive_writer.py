@@ -476,7 +476,7 @@ def test_the_sentence_after_the_lead_that_goes_on_about_its_subject_is_stated_se
 
     evidence = [
         make_evidence("max", page),
-        make_evidence("drive", "A good way to share a file once: click Get shareable link and send it to your partner."),
+        make_evidence("drive", "A good way to share a file once: click Get shareable link and send it to them."),
     ]
 
     texts = [c.text for c in ExtractiveWriter().write(plan, evidence)]
