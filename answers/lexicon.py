@@ -236,19 +236,16 @@ ESCALATION_WORDS: frozenset[str] = frozenset(
 )
 
 
-_NUMBER_WORDS = {
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-    "eleven": "11",
-    "twelve": "12",
+# The values of number words: the one table the parser, the writer and the content terms read.
+NUMBER_WORD_VALUES: dict[str, int] = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
 }
+# Content terms write two to twelve as numbers; "one" stays a word ("a public one").
+_NUMBER_WORDS = {w: str(n) for w, n in NUMBER_WORD_VALUES.items() if 2 <= n <= 12}
 
 
 # Words joined by apostrophes, dots, hyphens or underscores stay one token so that identifiers

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from answers.contracts import ParsedQuery, PeriodRequest, TimeScope
-from answers.lexicon import starts_as_question
+from answers.lexicon import NUMBER_WORD_VALUES, starts_as_question
 from retrieval.entities import catalogue_aliases
 
 __all__ = [
@@ -129,10 +129,7 @@ _MONTHS = {
     "dec": 12,
 }  # fmt: skip
 _MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-}  # fmt: skip
+_NUMBER_WORDS = {w: n for w, n in NUMBER_WORD_VALUES.items() if 1 <= n <= 12}
 _NUM_ALT = r"\d{1,3}|" + "|".join(_NUMBER_WORDS)
 # Only 19xx/20xx, and not the head of "2023-05" or "20231", so "in 5000 rows" is no year.
 _YEAR = r"(?:19|20)\d{2}(?![-/.]?\d)"

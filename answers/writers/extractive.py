@@ -23,6 +23,7 @@ from typing import Any
 from answers.contracts import Citation, DraftClaim, EvidenceRecord, QueryPlan
 from answers.lexicon import (
     LIGHT_STEMS,
+    NUMBER_WORD_VALUES,
     STOPWORDS,
     asked_clause,
     asked_part,
@@ -1087,11 +1088,10 @@ _PROSE_QUARTER_RE = re.compile(
 )
 
 
-_COUNT_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
-    "eighteen nineteen twenty".split())}  # fmt: skip
 # A number the asker gives with what it counts: "eight direct reports", "5 years of service", "12-person team".
-_ASKER_COUNT_RE = re.compile(rf"\b(\d{{1,4}}|{'|'.join(_COUNT_WORDS)})[ -]((?:[A-Za-z]+[ -]){{0,2}}[A-Za-z]+)\b", re.I)
+_ASKER_COUNT_RE = re.compile(
+    rf"\b(\d{{1,4}}|{'|'.join(NUMBER_WORD_VALUES)})[ -]((?:[A-Za-z]+[ -]){{0,2}}[A-Za-z]+)\b", re.I
+)
 # The first cell of a rendered table row ("Number of direct reports: >/=7; Utilization % target: 30%; ...").
 _FIRST_CELL_RE = re.compile(r"^(?P<header>[^:;]{2,80}): (?P<value>[^;]{1,40});")
 _BRACKETS = (
@@ -1136,7 +1136,7 @@ def asker_counts(question: str) -> tuple[tuple[int, frozenset[str]], ...]:
     out = []
     for m in _ASKER_COUNT_RE.finditer(question):
         raw = m.group(1).lower()
-        n = int(raw) if raw.isdigit() else _COUNT_WORDS[raw]
+        n = int(raw) if raw.isdigit() else NUMBER_WORD_VALUES[raw]
         if not 1900 <= n <= 2100:
             out.append((n, frozenset(content_stems(m.group(2)))))
     return tuple(out)
@@ -1346,7 +1346,8 @@ class ExtractiveWriter:
         core = asked_part(query)
         form = question_form_stems(plan.original)
         # Light verbs ("anything extra I need to do", "what should I use") say nothing a sentence must repeat.
-        core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in idf and t not in bound | form | LIGHT_STEMS]
+        asks = asking_stems(core, form)
+        core_terms = [t for t in dict.fromkeys(content_stems(core)) if t in asks and t in idf and t not in bound]
         core_terms = core_terms if core != query else []
         core_total = sum(idf[t] for t in core_terms)
 
