@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,14 +29,18 @@ from answers.lexicon import (
     content_stems,
     earlier_turn_scale,
     question_form_stems,
+    with_abbreviations,
 )
 from answers.planning import plan_question
 from answers.writers.extractive import ExtractiveWriter, scoped_terms
 
 
-def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
+def evidence_strength(
+    plan: QueryPlan, quotes: Sequence[str], defined: Mapping[str, frozenset[str]] | None = None
+) -> float:
     """Share of the query's content terms covered by the best quote; an entity's alias and its
-    canonical name count as one term (either form covers it)."""
+    canonical name count as one term (either form covers it), and so do an abbreviation the evidence
+    defines and its words (``defined``, lexicon.abbreviations_defined)."""
 
     groups: list[set[str]] = []
     entity_stems: set[str] = set()
@@ -65,7 +69,8 @@ def evidence_strength(plan: QueryPlan, quotes: Sequence[str]) -> float:
             groups.append({t} | attribute_synonyms(t))
     if not groups or not quotes:
         return 0.0
-    stems = [set(content_stems(q)) | bound for q in quotes]
+    # "To access the EAP, you can call them 24/7 …" covers "Employee Assistance Program" where the evidence defines it.
+    stems = [set(with_abbreviations(frozenset(content_stems(q)), defined or {})) | bound for q in quotes]
     asked = [g for i, g in enumerate(groups) if i not in earlier]
     # Two asked words at least: one word is often said otherwise ("What am I allowed to approve?": "deny that").
     if situation and earlier and len(asked) >= 2 and not any(g & have for have in stems for g in asked):

@@ -61,7 +61,15 @@ from answers.contracts import (
 )
 from answers.evidence import build_evidence, narrow_to_answer_type, table_records
 from answers.freshness import check_freshness, newest_indexed
-from answers.lexicon import asked_before, asked_clause, asking_stems, asks_superlative, content_stems, version_key
+from answers.lexicon import (
+    abbreviations_defined,
+    asked_before,
+    asked_clause,
+    asking_stems,
+    asks_superlative,
+    content_stems,
+    version_key,
+)
 from answers.multihop import conclusion_text, run_multi_hop
 from answers.planning import RequestFilters, load_aliases, plan_json, plan_question
 from answers.rerank import period_cells, statement_row_cover
@@ -741,6 +749,7 @@ class AnswerRun:
     records: list[EvidenceRecord] = field(default_factory=list)
     outcomes: list[ClaimOutcome] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    abbreviations: dict[str, frozenset[str]] | None = None  # what the records define (_abbreviations)
     chain: list[dict[str, Any]] | None = None
     conclusion: str | None = None
     unanswered_parts: list[dict[str, str]] = field(default_factory=list)  # a compound question's parts
@@ -1203,13 +1212,14 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
         held: list[ClaimOutcome] = []
         best = 0.0
         bar = WEAK_EVIDENCE_THRESHOLD
+        defined = _abbreviations(run)
         for outcome in draft_and_verify(run.plan, run.records, writer=run.writer, info=run.info):
             run.outcomes.append(outcome)
             if not outcome.kept:
                 continue
             held.append(outcome)
             if not outcome.draft.extra:  # an extra claim is shown with the others, and decides nothing
-                best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records, run.plan)))
+                best = max(best, evidence_strength(run.plan, _cited_texts(outcome, run.records, run.plan), defined))
                 bar = min(bar, weak_evidence_bar(run.plan, [outcome]))  # the bar only falls as claims are kept
             if best >= bar:
                 for o in held:
@@ -1218,6 +1228,15 @@ def write_verify_stage(run: AnswerRun) -> Iterator[StageEvent]:
                                                                    "claim": o.as_json(own_urls)}))  # fmt: skip
                 held.clear()
     run.timings["write_verify"] = run.clock.ms()
+
+
+def _abbreviations(run: AnswerRun) -> dict[str, frozenset[str]]:
+    """The abbreviations the evidence defines that the question names either way (lexicon.abbreviations_defined),
+    read once per run."""
+    if run.abbreviations is None:
+        records, asked = run.records, content_stems(run.plan.parsed.text or run.question)
+        run.abbreviations = abbreviations_defined([e.text for e in records], asked, [e.title or "" for e in records])
+    return run.abbreviations
 
 
 def conflict_stage(run: AnswerRun) -> None:
@@ -1237,7 +1256,8 @@ def abstain_stage(run: AnswerRun) -> None:
     """Release the kept claims, or abstain with a reason."""
     kept = [o for o in run.outcomes if o.kept]
     deciding = [o for o in kept if not o.draft.extra]  # extra claims are shown, not weighed (DraftClaim.extra)
-    run.strength = evidence_strength(run.plan, [t for o in deciding for t in _cited_texts(o, run.records, run.plan)])
+    cited = [t for o in deciding for t in _cited_texts(o, run.records, run.plan)]
+    run.strength = evidence_strength(run.plan, cited, _abbreviations(run))
     bar = run.info["weak_evidence_bar"] = weak_evidence_bar(run.plan, deciding)
     if run.multi_hop or run.compare:
         # Each hop (each figure) already cleared the checks on its own question.

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from answers.contracts import EvidenceRecord, QueryPlan
 from answers.lexicon import (
+    abbreviations_defined,
     asks_negated,
     attribute_synonyms,
     content_stems,
@@ -35,6 +36,7 @@ from answers.lexicon import (
     states_negation,
     stem,
     weigh_earlier_turns,
+    with_abbreviations,
 )
 from answers.sanitise import INJECTION_RE, is_instruction
 from answers.verification import answer_type, names_someone
@@ -326,6 +328,10 @@ def build_evidence(
         by_doc[c.document_id].append(c)
 
     sentences: dict[int, list[_Sentence]] = {}
+    # "To access the EAP, you can call them 24/7" is about the Employee Assistance Program where a page read defines it.
+    read = [c for doc_id in order for c in by_doc[doc_id]]
+    asked_stems = content_stems(f"{plan.parsed.text or plan.parsed.original} {extra_query}")
+    defined = abbreviations_defined([c.text for c in read], asked_stems, [c.title for c in read])
     # Three chunks of each of eight documents; a question bound to one or two filings reads more of each.
     # One filing: a statement row can rank fourteenth of a 60-chunk filing's chunks (Apple's Q2 2023 net income).
     cap = 16 if len(order) == 1 else 12 if len(order) == 2 else 8
@@ -356,8 +362,8 @@ def build_evidence(
                     # the rest of its chunk can still answer (the answer path does not drop whole chunks).
                     # One that names it among others ("your supervisor and the HR specialist") can answer.
                     excluded, instruction = excluded_sentence(raw, plan.parsed.exclude), is_instruction(raw)
-                out.append(_Sentence(c, s, e, frozenset(content_stems_with_parts(raw)), instruction, excluded,
-                                     heading=sub_heading))  # fmt: skip
+                terms = with_abbreviations(frozenset(content_stems_with_parts(raw)), defined)
+                out.append(_Sentence(c, s, e, terms, instruction, excluded, heading=sub_heading))
         sentences[doc_id] = out
 
     q_terms = query_terms(plan, extra_query)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 _QUOTE_MAP = str.maketrans(
@@ -598,14 +598,16 @@ def is_number(tok: str) -> bool:
 
 # Abbreviations people type for lines a filing spells out ("R&D" for "Research and development"): expanded on both
 # sides, so a question's "R&D" and a statement row's words are the same stems.
+# "1:1" is how the handbook writes a one-on-one meeting (97 times, against 9 "one-on-one"), and not a number.
 _SPELLED_OUT = {"r&d": "research and development", "sg&a": "selling, general and administrative",
-                "mg&a": "marketing, general and administrative"}  # fmt: skip
-_ABBREVIATION_RE = re.compile(r"(?<![\w&])(?:R&D|SG&A|MG&A)(?![\w&])", re.I)
+                "mg&a": "marketing, general and administrative", "1:1": "one-on-one", "1:1s": "one-on-ones",
+                "1-on-1": "one-on-one", "1-on-1s": "one-on-ones"}  # fmt: skip
+_ABBREVIATION_RE = re.compile(r"(?<![\w&:-])(?:R&D|SG&A|MG&A|1:1s?|1-on-1s?)(?![\w&:-])", re.I)
 
 
 def spelled_out(text: str) -> str:
     """``text`` with the abbreviations above written out."""
-    if "&" not in text:
+    if "&" not in text and "1" not in text:
         return text
     return _ABBREVIATION_RE.sub(lambda m: _SPELLED_OUT[m.group().lower()], text)
 
@@ -619,6 +621,77 @@ def content_stems(text: str) -> list[str]:
             continue
         out.append(_norm_number(tok) if is_number(tok) else stem(tok))
     return out
+
+
+# "Employee Assistance Program (EAP)", "non-disclosure agreements (NDAs)": a source defines an abbreviation by the
+# words before it in brackets, whose initials (a hyphenated word's parts each give one) spell it.
+_ABBREVIATION_DEFINED_RE = re.compile(r"\(([A-Z][A-Z&]{1,5})s?\)")
+_DEFINITION_JOINS = frozenset({"of", "and", "for", "the", "to", "&", "on", "in"})
+_WORD_RE = re.compile(r"[A-Za-z][\w'’-]*|&")
+_CAPITALS_RE = re.compile(r"\b[A-Z]{2,6}s?\b")
+
+
+def _initials(word: str) -> list[str]:
+    return [p[0].upper() for p in re.split(r"[-/]", word) if p]
+
+
+def abbreviations_defined(
+    texts: Iterable[str], asked: Iterable[str], titles: Iterable[str] = ()
+) -> dict[str, frozenset[str]]:
+    """Each abbreviation the texts define (its stem) and the stems of the words it stands for, of those the question
+    (its stems ``asked``) names either way: "services" alone does not make every sentence that says "TTS" about it.
+    A page titled with the words ("Individual Development Plan") defines the abbreviation its text uses ("An IDP is
+    no longer required for requests")."""
+    asked = frozenset(asked)
+    texts = list(texts)
+    found: list[tuple[str, list[str]]] = []
+    for text in texts:
+        for m in _ABBREVIATION_DEFINED_RE.finditer(text):
+            found.append((m.group(1), _WORD_RE.findall(text[max(0, m.start() - 120) : m.start()])))
+    capitals: set[str] | None = None
+    for title in dict.fromkeys(titles):
+        words = _WORD_RE.findall(title)
+        short = "".join(c for w in words if w.lower() not in _DEFINITION_JOINS for c in _initials(w))
+        if not 2 <= len(short) <= 6 or not (stem(short) in asked or set(content_stems(title)) <= asked):
+            continue
+        if capitals is None:  # the capitalised words the texts use, read once and only for a title the question names
+            capitals = {m.rstrip("s") for text in texts for m in _CAPITALS_RE.findall(text)}
+        if short in capitals:
+            found.append((short, words))
+    out: dict[str, frozenset[str]] = {}
+    for abbreviation, words in found:
+        letters = [c for c in abbreviation if c != "&"]
+        used: list[str] = []
+        need = len(letters)
+        while words and need:
+            word = words.pop()
+            initials = _initials(word)
+            if word.lower() in _DEFINITION_JOINS and used and letters[need - 1] != initials[0]:
+                continue  # "Research and Development (R&D)"; "Memoranda of Understanding (MOU)" spells the "of"
+            if need < len(initials) or letters[need - len(initials) : need] != initials:
+                break
+            need -= len(initials)
+            used.append(word)
+        if need == 0 and len(used) >= 2:
+            expanded = frozenset(content_stems(" ".join(used)))
+            short = stem(abbreviation.replace("&", ""))
+            if len(expanded) >= 2 and (short in asked or expanded <= asked):
+                out.setdefault(short, expanded)
+    return out
+
+
+def with_abbreviations(terms: frozenset[str], defined: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """``terms`` with what each defined abbreviation among them stands for, and the abbreviation of each defined
+    phrase they hold whole: "To access the EAP, you can call them 24/7" is about the Employee Assistance Program."""
+    if not defined:
+        return terms
+    more: set[str] = set()
+    for short, words in defined.items():
+        if short in terms:
+            more |= words
+        elif words <= terms:
+            more.add(short)
+    return terms | more if more else terms
 
 
 # Verbs and adverbs that name no act or thing of their own ("go back", "right away", "still have"): what is asked
@@ -792,6 +865,8 @@ def question_form_stems(text: str) -> frozenset[str]:
     after_how = re.findall(r"\bhow\s+([a-z]+)", text, re.I)
     # "How much (paid) time off …?" asks how long, and a duration answers it ("up to 4 hours").
     after_how += re.findall(r"\bhow\s+much\s+(?:[a-z]+\s+)?(time)\b", text, re.I)
+    # "How far in advance must I email …?", "how far ahead": a lead time answers it ("at least 12 hours prior").
+    after_how += re.findall(r"\bhow\s+far\s+(?:in\s+)?(advance|ahead)\b", text, re.I)
     # "What's the deadline to choose ...?" is answered by a date ("no later than November 15th"), not the word.
     asked_date = ASKS_DEADLINE_RE.findall(text)
     asked_permission = ASKS_PERMISSION_RE.findall(text)

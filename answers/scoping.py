@@ -52,6 +52,18 @@ _POSSESSIVE_RE = re.compile(r"\b([A-Z][A-Za-z0-9&.\-]{1,40})['\u2019]s\b")
 _CONTRACTED = frozenset("what who where when how why that there here it let he she which".split())
 # An acronym the question turns on ("What does EMPMO stand for?"): three or more capitals.
 _ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z&]{2,9})(?![\w-])")
+# Places and everyday abbreviations are no organisation's name that a source must mention to answer: "where do I send
+# Colorado's tax withholding form" is answered by the page on moving to a new state, "my HMO doesn't cover Oregon" by
+# the health-plan page, "any reason I can't just reserve an SUV" by the rental-car rules.
+_EVERYDAY_NAMES = frozenset(
+    (
+        "alabama alaska arizona arkansas california colorado connecticut delaware florida georgia hawaii idaho illinois "
+        "indiana iowa kansas kentucky louisiana maine maryland massachusetts michigan minnesota mississippi missouri "
+        "montana nebraska nevada ohio oklahoma oregon pennsylvania tennessee texas utah vermont virginia washington "
+        "wisconsin wyoming america canada mexico europe "
+        "hmo ppo hsa fsa suv usb pdf faq atm gps vpn pin ceo cfo rsvp asap fyi diy tty"
+    ).split()
+)
 
 
 @dataclass
@@ -249,7 +261,7 @@ def unknown_entities(parsed: ParsedQuery, texts: Iterable[str]) -> list[str]:
     A reader who may not read the only page about the EMPMO gets "no readable source mentions EMPMO"
     rather than sentences that share a word with the question ("lack of standing").
     """
-    known = {s.casefold() for s, _c in parsed.entities} | {c.casefold() for _s, c in parsed.entities}
+    known = {s.casefold() for s, _c in parsed.entities} | {c.casefold() for _s, c in parsed.entities} | _EVERYDAY_NAMES
     # "What's", "Who's", "It's", "Here's": contractions, not a possessive proper name.
     names = [m.group(1) for m in _POSSESSIVE_RE.finditer(parsed.text) if m.group(1).casefold() not in _CONTRACTED]
     words = parsed.text.split()

@@ -76,7 +76,10 @@ VERIFIER_NAME = "lexical-embedding-verifier"
 # 12: a derived noun and its verb are one word ("approval" / "approved", answers/lexicon.stem); a follow-up after an
 #     abstained turn is read in the conversation's context when it answers from none of that turn's evidence
 #     documents (answers/followups.conversation_documents).
-VERIFIER_VERSION = "12"
+# 13: "how far in advance", "how far ahead" and "how soon" ask for a number, and "advance" / "ahead" are the question's
+#     form; the weak-evidence rule counts an abbreviation the evidence defines as its words (answers/engine); a place
+#     or an everyday abbreviation ("Colorado's", "HMO", "SUV") is not an unknown organisation (answers/scoping).
+VERIFIER_VERSION = "13"
 
 
 def verifier_release() -> dict[str, str]:
@@ -138,7 +141,8 @@ _NOT_ATTRIBUTE = frozenset(
 )  # fmt: skip
 
 
-_HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high)\b|\bwhat\s+(?:was|were|is|are)\s+the\s+"
+_HOW_MUCH_RE = re.compile(r"\bhow\s+(?:much|many|long|large|big|high|soon|far\s+(?:in\s+)?(?:advance|ahead))\b"
+                          r"|\bwhat\s+(?:was|were|is|are)\s+the\s+"
                           r"(?:amount|number|total|percentage|value)\b"
                           # "What percentage of my salary comes out of each paycheck ...?"
                           r"|\bwhat\s+(?:percentage|percent|share|portion)\s+of\b", re.I)  # fmt: skip

@@ -25,6 +25,7 @@ from answers.lexicon import (
     LIGHT_STEMS,
     NUMBER_WORD_VALUES,
     STOPWORDS,
+    abbreviations_defined,
     asked_clause,
     asked_part,
     asked_sentence,
@@ -44,6 +45,7 @@ from answers.lexicon import (
     token_spans,
     tokens,
     weigh_earlier_turns,
+    with_abbreviations,
 )
 from answers.sanitise import is_instruction
 
@@ -77,7 +79,12 @@ WRITER_NAME = "extractive"
 #     System (DSS)") is a claim (``_STEP_RE``); a derived noun and its verb are one word ("recusal" / "recusing",
 #     answers/lexicon.stem), as are "children" and "child"; light verbs of the asked sentence ("anything extra I need
 #     to do") are not words a sentence must cover to qualify; "because" and "whether" are stopwords
-WRITER_VERSION = "17"
+# 18: an abbreviation the evidence defines ("Employee Assistance Program (EAP)", or a page titled with its words)
+#     stands for its words and they for it (answers/lexicon.abbreviations_defined); the sentence after the lead is
+#     stated with the one that goes on from it; an instruction ending "with the following information:" is a claim
+#     without the fields below it; a short value of "the" thing ("The current default is 90 days.") is read with
+#     the sentence before it however long, and a full stop inside closing quotes ends that sentence
+WRITER_VERSION = "18"
 
 
 def writer_release() -> dict[str, str]:
@@ -438,6 +445,12 @@ def _is_fragment(sentence: str) -> bool:
     return not _SENTENCE_END_RE.search(s)
 
 
+_SHORT_VALUE_WORDS = 8
+_DEFINITE_SUBJECT_RE = re.compile(r"The\s+(?:[a-z]+\s+){0,2}(?:is|are|was|were)\b")
+# "… with the following information:", "…, including the following details:": the list below is a form's fields.
+_FOLLOWING_FIELDS_RE = re.compile(
+    r",?\s+(?:with|including|using|providing)\s+(?:the\s+)?following(?:\s+[\w-]+){0,2}\s*:\s*$", re.I
+)
 # A clause that counts what it is about to list: a verb, then a number, then the colon.
 _COUNTING_LEAD_IN_RE = re.compile(
     r"\b(?:is|are|was|were|has|have|includes?|consists?|comprises?)\b[^:]{0,60}?\b(?:\d{1,3}|two|three|four|five|six|"
@@ -1299,6 +1312,11 @@ class ExtractiveWriter:
             info["rejected_sentences"] = dict(sorted(rejected.items()))
         if not candidates:
             return []
+        # An abbreviation the evidence defines stands for its words, either way (as in answers/evidence.py).
+        defined = abbreviations_defined([e.text for e in evidence], q_terms, [e.title or "" for e in evidence])
+        for c in candidates:
+            c.terms = with_abbreviations(c.terms, defined)
+            c.sides = tuple(with_abbreviations(side, defined) for side in c.sides)
         wants = _asked_shape(query)
         negated = asks_negated(query, parsed.exclude)
 
@@ -1461,6 +1479,11 @@ class ExtractiveWriter:
             # after a ranked table row: the next row is a figure of what did not rank first.
             asked_terms = asking_stems(query, form)
             after = self._lead_continuation(chosen, candidates, evidence, asked_terms)
+            whole = continued.get((after.evidence_id, after.start)) if after is not None else None
+            if after is not None and whole is not None and whole.text.startswith(after.text):
+                # "Follow the guidance … in InSite. This notification is optional if you do not hold a clearance.":
+                # the continuation is stated with the sentence that goes on from it, as a chosen sentence is.
+                after = whole
             if after is not None:
                 extras = [c for c in extras if c is not after]
                 chosen.insert(1, after)
@@ -1547,7 +1570,14 @@ class ExtractiveWriter:
                 if command is not None:
                     out.append(command)
                 lead_in = bool(_COUNTING_LEAD_IN_RE.search(raw)) and not raw.startswith("#")
-                if lead_in:
+                fields = None if lead_in or raw.startswith("#") else _FOLLOWING_FIELDS_RE.search(raw)
+                if fields is not None and len(tokens(raw[: fields.start()])) >= 6:
+                    # "Send an email at least 12 hours prior to the meeting … to BISCOORD@BISWORLD.COM with the
+                    # following information:" says what to do; the fields listed under it are a form to fill in.
+                    lead_in = True  # cut where its list begins, as a counting lead-in is
+                    end = start + fields.start()
+                    raw = ev.text[start:end]
+                elif lead_in:
                     # "This division is made up of four teams:" states the count before listing them.
                     end = start + len(raw.rstrip().rstrip(":"))
                     raw = ev.text[start:end]
@@ -1641,11 +1671,19 @@ class ExtractiveWriter:
         before_start, before_end = spans[idx - 1]
         before = ev.text[before_start:before_end]
         gap = ev.text[before_end:start]
-        if "\n" in gap or not before.rstrip().endswith(".") or _is_fragment(before):
+        # A full stop inside closing quotes ends a sentence too: '… the terms "deprecated," or "no longer supported."'
+        if "\n" in gap or not before.rstrip().rstrip("\"\u201d'\u2019").endswith(".") or _is_fragment(before):
             return None
         if re.search(r"\d", before) and not continues:
             return None
-        if (len(tokens(before)) > 20 and not continues) or unfit_reason(before) is not None or is_instruction(before):
+        # "The current default is 90 days." after the long sentence that says what is counted: a short value stated
+        # of "the" thing the sentence before it defines reads only with that sentence, however long.
+        short_value = len(tokens(raw)) <= _SHORT_VALUE_WORDS and _DEFINITE_SUBJECT_RE.match(raw) is not None
+        if (
+            (len(tokens(before)) > 20 and not (continues or short_value))
+            or unfit_reason(before) is not None
+            or is_instruction(before)
+        ):
             return None
         joined = ev.text[before_start:end]
         if len(tokens(joined)) > self.max_words or excluded_sentence(joined, exclude):

@@ -149,3 +149,14 @@ def test_a_contraction_is_not_taken_for_an_unknown_company() -> None:
     assert unknown_entities(current, ["ExampleDB 18 is the current major release."]) == []
     foobarco = plan_question("What was Foobarco's revenue?", now).parsed
     assert unknown_entities(foobarco, ["Revenue was $5 million."]) == ["Foobarco"]
+
+
+def test_a_place_or_an_everyday_abbreviation_is_not_taken_for_an_unknown_organisation() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    moving = plan_question(
+        "I'm moving to Colorado and my HMO won't cover it. Where do I send Colorado's tax withholding form?", now
+    ).parsed
+    assert unknown_entities(moving, ["Send the completed withholding form for your new state to payroll."]) == []
+    # An organisation's own abbreviation still has to be in what the reader may read.
+    empmo = plan_question("Does Colorado's EMPMO approve travel?", now).parsed
+    assert unknown_entities(empmo, ["Travel is approved by your supervisor."]) == ["EMPMO"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from answers.abstention import evidence_strength, rules_on_the_asked_act, states_the_askers_case
-from answers.lexicon import question_form_stems
+from answers.lexicon import abbreviations_defined, content_stems, question_form_stems, with_abbreviations
 from answers.planning import plan_question
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -190,3 +190,32 @@ def test_what_the_asker_should_know_about_is_asked_and_the_knowing_is_not() -> N
     quote = ("The DC fridge is cleaned out bi-monthly on Fridays (dates are posted on the fridge), and all food "
              "(including containers) is thrown out.")  # fmt: skip
     assert evidence_strength(plan_question(question, NOW), [quote]) >= 0.45
+
+
+def test_an_abbreviation_the_evidence_defines_covers_the_words_it_stands_for() -> None:
+    plan = plan_question("What number do I call to reach the Employee Assistance Program?", NOW)
+    asked = content_stems(plan.original)
+    passages = ["The Employee Assistance Program (EAP) is a free support resource.", "TTS offers design services."]
+    quote = "To access the EAP, you can call them 24/7 at 1-800-222-0364."
+
+    defined = abbreviations_defined(passages, asked)
+
+    assert defined == {"eap": frozenset({"employe", "assistanc", "program"})}
+    assert evidence_strength(plan, [quote], defined) > evidence_strength(plan, [quote]) + 0.3
+    # Either way: the words stand for the abbreviation too.
+    assert "eap" in with_abbreviations(frozenset(content_stems("the employee assistance program line")), defined)
+    # An abbreviation the question names in neither form is left alone: "services" is not "TTS".
+    defined_tts = abbreviations_defined(["Technology Transformation Services (TTS) builds tools."], ["servic"])
+    assert defined_tts == {}
+    assert abbreviations_defined(["Research and Development (R&D) costs rose."], ["research", "develop"]) == {
+        "rd": frozenset({"research", "develop"})
+    }
+
+
+def test_a_one_on_one_written_1_1_is_that_word_and_not_a_number() -> None:
+    page = content_stems("More important than the specific cadence, however, is this: never cancel a 1:1.")
+    assert "one-on-one" in page and "1" not in page
+    assert "one-on-one" in content_stems("Can I just cancel my weekly one-on-one with my direct report?")
+    assert "one-on-ones" in content_stems("Hold 1:1s weekly.")
+    # A time of day or a ratio keeps its numbers.
+    assert "15" in content_stems("The meeting starts at 1:15 pm.")

@@ -294,8 +294,8 @@ def test_a_similarity_callable_returning_the_wrong_number_of_scores_is_an_error(
 
 
 def test_the_writer_identifies_its_release() -> None:
-    assert writer_release() == {"name": "extractive", "version": "17"}
-    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "17")
+    assert writer_release() == {"name": "extractive", "version": "18"}
+    assert (ExtractiveWriter.name, ExtractiveWriter.version) == ("extractive", "18")
 
 
 def test_a_list_item_without_a_full_stop_is_a_claim_without_its_marker() -> None:
@@ -488,6 +488,86 @@ def test_the_sentence_after_the_lead_that_goes_on_about_its_subject_is_stated_se
     plain = ExtractiveWriter()
     plain.continue_lead = False
     assert not plain.write(plan, evidence)[1].text.startswith("Retrieving")
+
+
+def test_the_sentence_after_the_lead_is_stated_with_the_one_that_goes_on_from_it() -> None:
+    page = (
+        "If you are traveling internationally and hold a security clearance, you are required to notify GSA. "
+        "Follow the guidance on international travel for clearance holders in InSite. "
+        "This notification is optional if you do not hold a clearance."
+    )
+    plan = make_plan("Heading to Portugal for vacation next month. I don't hold any security clearance - do I still "
+                     "have to tell GSA I'm leaving the country?")  # fmt: skip
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, [make_evidence("travel", page)])]
+
+    assert texts[0].startswith("If you are traveling internationally and hold a security clearance")
+    # "This notification …" reads only with the sentence before it, which is the lead's continuation.
+    assert texts[1] == (
+        "Follow the guidance on international travel for clearance holders in InSite. "
+        "This notification is optional if you do not hold a clearance."
+    )
+
+
+def test_a_sentence_that_uses_the_abbreviation_its_page_defines_answers_for_the_words_it_stands_for() -> None:
+    plan = make_plan("Do I need to have an individual development plan written up before I ask to attend a paid "
+                     "workshop?")  # fmt: skip
+    idp = dataclasses.replace(
+        make_evidence(
+            "idp",
+            "An IDP is no longer required for requests, but an SF-182 is required for most "
+            "conference, event, and training requests that have a cost.",
+        ),  # fmt: skip
+        title="Individual Development Plan",
+    )
+    evidence = [
+        idp,
+        make_evidence(
+            "fees",
+            "If you plan on attending additional days of the conference, GSA needs to pay the "
+            "difference between the full and waived registration fees.",
+        ),  # fmt: skip
+    ]
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, evidence)]
+
+    # The page's title spells out the abbreviation its text uses, so "An IDP" is the individual development plan.
+    assert texts and texts[0].startswith("An IDP is no longer required for requests")
+
+
+def test_an_instruction_that_introduces_a_forms_fields_is_a_claim_without_them() -> None:
+    page = (
+        "To access captioning services:\n\n"
+        "- Send an email at least 12 hours prior to the meeting (2-3 days is preferred) to captions@example.org "
+        "with the following information:\n"
+        "  - Requestors Name:\n"
+        "  - Event Title:\n"
+        "  - Event date:"
+    )
+    plan = make_plan("How far in advance do I need to email to get captioning for a meeting?")
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, [make_evidence("cart", page)])]
+
+    # The claim is the instruction up to the fields' introduction, a verbatim span of the page.
+    assert (
+        "Send an email at least 12 hours prior to the meeting (2-3 days is preferred) to captions@example.org" in texts
+    )
+
+
+def test_a_short_value_of_the_thing_the_long_sentence_before_it_defines_is_read_with_that_sentence() -> None:
+    page = (
+        "Inactive repositories are automatically archived by Tech Operations. A repository is considered "
+        '"inactive" if there haven\'t been any new commits or comments on issues or pull requests in a while; or if '
+        'the repository description includes the terms "deprecated," "not supported," or "no longer supported." '
+        "The current default is 90 days."
+    )
+    plan = make_plan("How long does a GitHub repository have to sit inactive before it gets archived?")
+
+    texts = [c.text for c in ExtractiveWriter().write(plan, [make_evidence("github", page)])]
+
+    # The sentence before ends with its full stop inside the closing quotes, and is longer than a value's usual lead.
+    assert any(t.startswith('A repository is considered "inactive"') and t.endswith("The current default is 90 days.")
+               for t in texts), texts  # fmt: skip
 
 
 def test_a_value_too_short_to_stand_alone_is_read_with_the_sentence_before_it() -> None:

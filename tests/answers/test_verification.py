@@ -518,3 +518,16 @@ def test_words_for_the_figure_itself_are_not_what_the_question_asks_about() -> N
     question = "How big was the valuation loss on the Rivian stake? I need this year's number, not last year's one."
     result = verify_claim(claim(text, ("AMZN", text)), {"AMZN": ev}, make_plan(question), authorised_ids={"AMZN"})
     assert result.relevant, result.reasons
+
+
+def test_how_far_in_advance_asks_for_a_lead_time_and_its_words_are_the_questions_form() -> None:
+    from answers.lexicon import question_form_stems
+    from answers.verification import answer_type
+
+    question = "How far in advance must I email to get captioning?"
+    assert answer_type(question) == "number"
+    assert answer_type("How far ahead should I start the offboarding process?") == "number"
+    assert answer_type("How soon will the badge office call me back?") == "number"
+    # "advance" is how the answer is measured, not a word it must repeat: "at least 12 hours prior to the meeting".
+    assert {"far", "advanc"} <= question_form_stems(question)
+    assert answer_type("How do I email the captioning service?") == ""
