@@ -187,7 +187,9 @@ def _check_handbook_probes(name: str, categories: dict[str, int], turns: int, pr
 # round later each; r29 was written during the twenty-eighth and asked at both ends of it too (its baseline after the
 # round had begun, on a snapshot of the round's starting code), and none of its failures was read; r30 was written at
 # the end of the twenty-eighth and asked at both ends of the twenty-ninth; r28, blind for two rounds, became a set the
-# twenty-ninth round tuned on; r31 was written during the twenty-ninth and asked only at its end.
+# twenty-ninth round tuned on; r31 was written during the twenty-ninth and asked at its end and at both ends of the
+# thirtieth; r32 was written during the thirtieth and asked at both ends of it (its baseline on a snapshot of the
+# round's starting code).
 _FOUR_KINDS = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
 
 
@@ -207,8 +209,9 @@ _FOUR_KINDS = {"negative": 12, "multi_hop": 8, "follow_up": 12, "no_answer": 8}
         ("29", _FOUR_KINDS),
         ("30", _FOUR_KINDS),
         ("31", _FOUR_KINDS),
+        ("32", _FOUR_KINDS),
     ],
-    ids=["r18", "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28", "r29", "r30", "r31"],
+    ids=["r18", "r20", "r21", "r22", "r23", "r24", "r25", "r26", "r27", "r28", "r29", "r30", "r31", "r32"],
 )
 def test_a_handbook_probe_set_quotes_its_pages_and_ends_four_conversations_unanswerable(
     round_: str, categories: dict[str, int]
