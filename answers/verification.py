@@ -192,8 +192,10 @@ _NOT_A_NAME = frozenset(
 )
 
 
-_HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
-                            r"thirty|forty|fifty|hundred|half|dozen)\b"
+# "at least fourteen days before departure": the teens and tens spelled out are numbers too.
+_HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                            r"(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|fifty|sixty|seventy|"
+                            r"eighty|ninety|hundred|half|dozen)\b"
                             # "There is no limit on how many times ..." answers a how-many question.
                             r"|\b(?:no|without\s+a(?:ny)?)\s+(?:limit|maximum|cap)\b|\bunlimited\b|\bas\s+many\s+times\b",
                             re.I)  # fmt: skip

@@ -531,3 +531,10 @@ def test_how_far_in_advance_asks_for_a_lead_time_and_its_words_are_the_questions
     # "advance" is how the answer is measured, not a word it must repeat: "at least 12 hours prior to the meeting".
     assert {"far", "advanc"} <= question_form_stems(question)
     assert answer_type("How do I email the captioning service?") == ""
+
+
+def test_a_lead_time_spelled_out_in_the_teens_answers_how_far_ahead() -> None:
+    ev = make_evidence("T", "Employees book travel through the travel desk at least fourteen days before departure.")
+    outcome = verify_claim(claim(ev.text, (ev.id, ev.text)), {"T": ev}, make_plan("How far ahead must I book travel?"),
+                           authorised_ids={"T"})  # fmt: skip
+    assert outcome.kept, outcome.reasons
