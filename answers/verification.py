@@ -22,6 +22,7 @@ from answers.contracts import DraftClaim, EvidenceRecord, QueryPlan, SupportLabe
 from answers.judge import JudgeError, judge_for_tenant
 from answers.lexicon import (
     ASKS_DEADLINE_RE,
+    NUMBER_WORD_VALUES,
     asked_clause,
     asked_part,
     asked_sentence,
@@ -192,10 +193,10 @@ _NOT_A_NAME = frozenset(
 )
 
 
-# "at least fourteen days before departure": the teens and tens spelled out are numbers too.
-_HAS_NUMBER_RE = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-                            r"(?:thir|four|fif|six|seven|eigh|nine)teen|twenty|thirty|forty|fifty|sixty|seventy|"
-                            r"eighty|ninety|hundred|half|dozen)\b"
+# One to twenty from the lexicon's table of number words ("at least fourteen days before departure"), and the tens.
+_SPELLED_NUMBERS = "|".join(w for w, n in NUMBER_WORD_VALUES.items() if n >= 1)
+_HAS_NUMBER_RE = re.compile(rf"\d|\b(?:{_SPELLED_NUMBERS}|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|"
+                            r"half|dozen)\b"
                             # "There is no limit on how many times ..." answers a how-many question.
                             r"|\b(?:no|without\s+a(?:ny)?)\s+(?:limit|maximum|cap)\b|\bunlimited\b|\bas\s+many\s+times\b",
                             re.I)  # fmt: skip
